@@ -1,0 +1,32 @@
+//! The wrk target.
+//!
+//! ```sh
+//! cargo run --release --example testolope            # 127.0.0.1:9999
+//! wrk -t2 -c64 -d10s http://127.0.0.1:9999/testolope
+//! ```
+//!
+//! `GET /testolope` answers `Testolope` and keeps the connection;
+//! `GET /testolope-nokeepalive` answers the same and closes it.
+
+use httpool::{Request, Response, Server};
+
+fn testolope(req: &mut Request) -> Response {
+    let body = Response::text("Testolope").with_content_type("text/plain");
+    match req.path() {
+        "/testolope" => body,
+        "/testolope-nokeepalive" => body.with_close(),
+        _ => Response::status(404),
+    }
+}
+
+fn main() -> std::io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:9999".into());
+    let server = Server::bind(&addr)?;
+    eprintln!(
+        "testolope listening on http://{}/testolope",
+        server.local_addr()?
+    );
+    server.serve(testolope)
+}

@@ -1,0 +1,419 @@
+//! Request bodies: the `Read` a handler gets, framed by `Content-Length` or
+//! `chunked` (RFC 9112 §6 and §7.1).
+//!
+//! The reader never consumes a byte past the end of its body, so what
+//! follows in the connection's buffer is the next request, untouched.
+
+use std::io::{self, Read};
+use std::time::Duration;
+
+use crate::io::{Transport, read_wait, write_all_wait};
+use crate::parse::BodyKind;
+
+/// Bound on the chunk-extension bytes of one body: extensions carry nothing
+/// we use, so a body may spend this much on them and no more.
+pub(crate) const MAX_CHUNK_EXT_BYTES: usize = 4096;
+
+/// Bound on a trailer section (RFC 9112 §7.1.2); trailers are read and
+/// discarded.
+pub(crate) const MAX_TRAILER_BYTES: usize = 8192;
+
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// How a body ended badly; decides the status the client gets instead of the
+/// handler's response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyError {
+    /// Bad chunked framing: 400.
+    Malformed,
+    /// More than `max_body_bytes`: 413.
+    TooLarge,
+    /// The client stopped sending for longer than the read timeout: 408.
+    TimedOut,
+    /// The client closed or the socket failed: no response is possible.
+    Io,
+}
+
+impl BodyError {
+    pub(crate) fn status(self) -> Option<u16> {
+        match self {
+            BodyError::Malformed => Some(400),
+            BodyError::TooLarge => Some(413),
+            BodyError::TimedOut => Some(408),
+            BodyError::Io => None,
+        }
+    }
+
+    fn into_io(self) -> io::Error {
+        let (kind, text) = match self {
+            BodyError::Malformed => (io::ErrorKind::InvalidData, "malformed chunked body"),
+            BodyError::TooLarge => (
+                io::ErrorKind::InvalidData,
+                "request body over the size limit",
+            ),
+            BodyError::TimedOut => (io::ErrorKind::TimedOut, "request body read timed out"),
+            BodyError::Io => (io::ErrorKind::UnexpectedEof, "request body cut short"),
+        };
+        io::Error::new(kind, text)
+    }
+}
+
+/// The chunked decoder's position in the grammar of RFC 9112 §7.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chunked {
+    /// Reading hex digits; `digits` counts them.
+    Size {
+        size: u64,
+        digits: u8,
+    },
+    /// After the size: whitespace before `;` or the line end.
+    SizeWhitespace {
+        size: u64,
+    },
+    /// Inside chunk extensions, until CR.
+    Extension {
+        size: u64,
+    },
+    /// Saw CR ending the size line.
+    SizeLf {
+        size: u64,
+    },
+    Data {
+        left: u64,
+    },
+    DataCr,
+    DataLf,
+    /// Start of a trailer line, or the blank line ending the body.
+    TrailerStart,
+    /// Inside a trailer field line.
+    TrailerLine,
+    TrailerLf,
+    EndLf,
+    Done,
+}
+
+/// A pure decoder for the chunked coding: bytes in, body bytes out.
+#[derive(Clone, Debug)]
+pub(crate) struct ChunkedDecoder {
+    state: Chunked,
+    ext_bytes: usize,
+    trailer_bytes: usize,
+}
+
+impl ChunkedDecoder {
+    pub(crate) fn new() -> ChunkedDecoder {
+        ChunkedDecoder {
+            state: Chunked::Size { size: 0, digits: 0 },
+            ext_bytes: 0,
+            trailer_bytes: 0,
+        }
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.state == Chunked::Done
+    }
+
+    /// Decodes from `input` into `out`; returns `(consumed, produced)`. Stops
+    /// after producing data, at the end of the body, or when input runs out.
+    pub(crate) fn decode(
+        &mut self,
+        input: &[u8],
+        out: &mut [u8],
+    ) -> Result<(usize, usize), BodyError> {
+        let mut used = 0;
+        while used < input.len() && self.state != Chunked::Done {
+            if let Chunked::Data { left } = self.state {
+                let n = (input.len() - used)
+                    .min(out.len())
+                    .min(usize::try_from(left).unwrap_or(usize::MAX));
+                if n == 0 {
+                    break;
+                }
+                out[..n].copy_from_slice(&input[used..used + n]);
+                let left = left - n as u64;
+                self.state = if left == 0 {
+                    Chunked::DataCr
+                } else {
+                    Chunked::Data { left }
+                };
+                return Ok((used + n, n));
+            }
+            self.state = self.step(input[used])?;
+            used += 1;
+        }
+        Ok((used, 0))
+    }
+
+    /// The state after one framing byte.
+    fn step(&mut self, b: u8) -> Result<Chunked, BodyError> {
+        use Chunked::*;
+        let next = match (self.state, b) {
+            (Size { size, digits }, _) if b.is_ascii_hexdigit() => {
+                // 16 hex digits fill a u64; a 17th would overflow.
+                if digits >= 16 {
+                    return Err(BodyError::Malformed);
+                }
+                let digit = (b as char).to_digit(16).unwrap_or(0);
+                Size {
+                    size: size << 4 | u64::from(digit),
+                    digits: digits + 1,
+                }
+            }
+            (Size { digits: 0, .. }, _) => return Err(BodyError::Malformed),
+            (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => SizeWhitespace { size },
+            (Size { size, .. } | SizeWhitespace { size }, b';') => Extension { size },
+            (Size { size, .. } | SizeWhitespace { size } | Extension { size }, b'\r') => {
+                SizeLf { size }
+            }
+            (Extension { size }, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => {
+                self.ext_bytes += 1;
+                if self.ext_bytes > MAX_CHUNK_EXT_BYTES {
+                    return Err(BodyError::Malformed);
+                }
+                Extension { size }
+            }
+            (SizeLf { size: 0 }, b'\n') => TrailerStart,
+            (SizeLf { size }, b'\n') => Data { left: size },
+            (DataCr, b'\r') => DataLf,
+            (DataLf, b'\n') => Size { size: 0, digits: 0 },
+            (TrailerStart, b'\r') => EndLf,
+            (EndLf, b'\n') => Done,
+            (TrailerLine, b'\r') => TrailerLf,
+            (TrailerStart | TrailerLine, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => {
+                self.trailer_bytes += 1;
+                if self.trailer_bytes > MAX_TRAILER_BYTES {
+                    return Err(BodyError::Malformed);
+                }
+                TrailerLine
+            }
+            (TrailerLf, b'\n') => TrailerStart,
+            _ => return Err(BodyError::Malformed),
+        };
+        Ok(next)
+    }
+}
+
+enum Framing {
+    Length { left: u64 },
+    Chunked(ChunkedDecoder),
+}
+
+/// A request body as `impl Read`.
+///
+/// Reads wait for the client up to the server's body read timeout. The first
+/// read sends `100 Continue` when the client asked for it. Errors: the
+/// framing was malformed or over the size limit (`InvalidData`), the client
+/// was too slow (`TimedOut`), or it went away (`UnexpectedEof`); after an
+/// error the server answers with the matching status and closes.
+pub struct Body<'a> {
+    io: &'a mut dyn Transport,
+    /// The connection's buffer after the head: `buf[pos..end]` are bytes
+    /// received but not yet consumed.
+    buf: &'a mut [u8],
+    pos: usize,
+    end: usize,
+    framing: Framing,
+    received: u64,
+    limit: u64,
+    timeout: Duration,
+    send_continue: bool,
+    error: Option<BodyError>,
+}
+
+/// What the connection needs to know once the handler is done with a body.
+pub(crate) struct BodyEnd {
+    pub(crate) pos: usize,
+    pub(crate) end: usize,
+    pub(crate) error: Option<BodyError>,
+    /// `100 Continue` was due but never sent: the client may be holding the
+    /// body back, so the connection cannot be reused.
+    pub(crate) continue_withheld: bool,
+}
+
+impl<'a> Body<'a> {
+    #[allow(clippy::too_many_arguments)] // One constructor, called from one place.
+    pub(crate) fn new(
+        kind: BodyKind,
+        io: &'a mut dyn Transport,
+        buf: &'a mut [u8],
+        end: usize,
+        limit: u64,
+        timeout: Duration,
+        expect_continue: bool,
+    ) -> Body<'a> {
+        let framing = match kind {
+            BodyKind::Empty => Framing::Length { left: 0 },
+            BodyKind::Length(n) => Framing::Length { left: n },
+            BodyKind::Chunked => Framing::Chunked(ChunkedDecoder::new()),
+        };
+        let send_continue = expect_continue && !matches!(kind, BodyKind::Empty);
+        Body {
+            io,
+            buf,
+            pos: 0,
+            end,
+            framing,
+            received: 0,
+            limit,
+            timeout,
+            send_continue,
+            error: None,
+        }
+    }
+
+    /// True once the whole body has been read.
+    pub fn is_complete(&self) -> bool {
+        match &self.framing {
+            Framing::Length { left } => *left == 0,
+            Framing::Chunked(d) => d.is_done(),
+        }
+    }
+
+    /// Bytes of body read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.received
+    }
+
+    fn fail(&mut self, e: BodyError) -> io::Error {
+        self.error = Some(e);
+        e.into_io()
+    }
+
+    fn io_error(&mut self, e: io::Error) -> io::Error {
+        self.error = Some(if e.kind() == io::ErrorKind::TimedOut {
+            BodyError::TimedOut
+        } else {
+            BodyError::Io
+        });
+        e
+    }
+
+    fn send_continue(&mut self) -> io::Result<()> {
+        self.send_continue = false;
+        write_all_wait(self.io, CONTINUE, self.timeout).map_err(|e| self.io_error(e))
+    }
+
+    fn read_length(&mut self, out: &mut [u8], left: u64) -> io::Result<usize> {
+        let want = out.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = if self.pos < self.end {
+            let n = want.min(self.end - self.pos);
+            out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+            self.pos += n;
+            n
+        } else {
+            // Nothing buffered: read straight into the caller's buffer, never
+            // past the end of this body.
+            match read_wait(self.io, &mut out[..want], self.timeout) {
+                Ok(0) => return Err(self.fail(BodyError::Io)),
+                Ok(n) => n,
+                Err(e) => return Err(self.io_error(e)),
+            }
+        };
+        self.framing = Framing::Length {
+            left: left - n as u64,
+        };
+        Ok(n)
+    }
+
+    fn read_chunked(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Framing::Chunked(decoder) = &mut self.framing else {
+                return Ok(0);
+            };
+            if decoder.is_done() {
+                return Ok(0);
+            }
+            if self.pos < self.end {
+                let input = &self.buf[self.pos..self.end];
+                let (used, produced) = match decoder.decode(input, out) {
+                    Ok(r) => r,
+                    Err(e) => return Err(self.fail(e)),
+                };
+                self.pos += used;
+                if produced > 0 || decoder.is_done() {
+                    return Ok(produced);
+                }
+            } else {
+                self.fill()?;
+            }
+        }
+    }
+
+    /// Reads more framing bytes into the (empty) buffer.
+    fn fill(&mut self) -> io::Result<()> {
+        self.pos = 0;
+        self.end = 0;
+        match read_wait(self.io, self.buf, self.timeout) {
+            Ok(0) => Err(self.fail(BodyError::Io)),
+            Ok(n) => {
+                self.end = n;
+                Ok(())
+            }
+            Err(e) => Err(self.io_error(e)),
+        }
+    }
+
+    /// Reads and discards the rest of the body, up to `max` bytes. True when
+    /// the body ended within the bound.
+    pub(crate) fn drain(&mut self, max: u64) -> bool {
+        if self.send_continue {
+            // The client waits for 100 before sending; it was never asked.
+            return false;
+        }
+        let mut scratch = [0u8; 4096];
+        let start = self.received;
+        while !self.is_complete() && self.error.is_none() {
+            if self.received - start > max {
+                return false;
+            }
+            if self.read(&mut scratch).is_err() {
+                return false;
+            }
+        }
+        self.error.is_none()
+    }
+
+    pub(crate) fn finish(self) -> BodyEnd {
+        BodyEnd {
+            pos: self.pos,
+            end: self.end,
+            error: self.error,
+            continue_withheld: self.send_continue,
+        }
+    }
+}
+
+impl Read for Body<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if let Some(e) = self.error {
+            return Err(e.into_io());
+        }
+        if out.is_empty() || self.is_complete() {
+            return Ok(0);
+        }
+        if self.send_continue {
+            self.send_continue()?;
+        }
+        let n = match self.framing {
+            Framing::Length { left } => self.read_length(out, left)?,
+            Framing::Chunked(_) => self.read_chunked(out)?,
+        };
+        self.received += n as u64;
+        if self.received > self.limit {
+            return Err(self.fail(BodyError::TooLarge));
+        }
+        Ok(n)
+    }
+}
+
+impl std::fmt::Debug for Body<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body")
+            .field("bytes_read", &self.received)
+            .field("complete", &self.is_complete())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,85 @@
+//! Every bound and timeout, with its default.
+
+use std::time::Duration;
+
+use crate::parse::Limits;
+
+/// Default worker count: twice the available cores (handlers may block), at
+/// least 4.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| (n.get() * 2).max(4))
+}
+
+/// Default capacity of the work queue between the poller and the workers.
+pub const DEFAULT_QUEUE_DEPTH: usize = 1024;
+/// Default cap on open connections; past it the poller stops accepting.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+/// Default time an idle keep-alive connection is kept open.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time a client has to send a complete request head (from its first
+/// byte, or from accept for a new connection); past it: `408` and close.
+pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time one read of a request body may wait for the client.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time one write may wait for the client to take bytes.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time `shutdown` lets in-flight requests finish.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Default cap on the bytes of a request head; past it: `431`.
+pub const DEFAULT_MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Default cap on the number of request headers; past it: `431`.
+pub const DEFAULT_MAX_HEADERS: usize = 64;
+/// Default cap on the request-target length; past it: `414`.
+pub const DEFAULT_MAX_URI_BYTES: usize = 8 * 1024;
+/// Default cap on a request body; a larger `Content-Length` gets `413`, and
+/// a chunked body that grows past it is cut off with `413`.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
+/// Default cap on the unread body bytes discarded after a handler returns so
+/// the connection can be reused; past it the connection is closed instead.
+pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 64 * 1024;
+
+/// Room after a full head so a body reader always has buffer space.
+const BODY_SLACK: usize = 4096;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) queue_depth: usize,
+    pub(crate) max_connections: usize,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) head_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
+    pub(crate) write_timeout: Duration,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) max_drain_bytes: u64,
+    pub(crate) limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            workers: default_workers(),
+            queue_depth: DEFAULT_QUEUE_DEPTH,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            head_timeout: DEFAULT_HEAD_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
+            limits: Limits {
+                max_head_bytes: DEFAULT_MAX_HEAD_BYTES,
+                max_headers: DEFAULT_MAX_HEADERS,
+                max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+                max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            },
+        }
+    }
+}
+
+impl Config {
+    /// Size of a connection's read buffer while a worker serves it.
+    pub(crate) fn read_buffer_size(&self) -> usize {
+        self.limits.max_head_bytes + BODY_SLACK
+    }
+}

@@ -1,0 +1,411 @@
+//! One connection, served by a worker: **the spine of the crate**.
+//!
+//! [`serve`] is the main loop. It reads what the socket has without
+//! blocking, parses heads, calls the handler, queues responses, and returns
+//! [`Next::Park`] as soon as the socket has nothing more for it — so idle and
+//! slow clients hold no thread — or [`Next::Close`].
+
+use std::io;
+use std::mem;
+use std::net::SocketAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::body::{Body, BodyError};
+use crate::config::Config;
+use crate::date::DateCache;
+use crate::handler::Handler;
+use crate::io::{Transport, write_all_wait};
+use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, parse_head};
+use crate::request::{Request, Version};
+use crate::response::{Framing, Payload, Response, encode_head, plan};
+use crate::stats::Counters;
+
+/// Buffers a worker lends to its connections (none of it is kept while a
+/// connection is parked, except the bytes of an unfinished head).
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    /// Responses not yet written; flushed before each read and before parking.
+    pub(crate) out: Vec<u8>,
+    pub(crate) spans: Vec<HeaderSpan>,
+    pub(crate) date: DateCache,
+    /// Read buffers returned by parked connections.
+    pub(crate) buffers: Vec<Vec<u8>>,
+}
+
+/// Read buffers a worker keeps for reuse.
+const POOLED_BUFFERS: usize = 8;
+
+/// Bodies up to this size are copied behind the head, for one write.
+const INLINE_BODY: usize = 32 * 1024;
+
+impl Scratch {
+    pub(crate) fn new(config: &Config) -> Scratch {
+        Scratch {
+            out: Vec::with_capacity(INLINE_BODY + 1024),
+            spans: Vec::with_capacity(config.limits.max_headers),
+            date: DateCache::new(),
+            buffers: Vec::new(),
+        }
+    }
+}
+
+/// Per-connection state that survives parking.
+#[derive(Debug, Default)]
+pub(crate) struct ConnState {
+    /// The read buffer; empty while parked with nothing unparsed.
+    buf: Vec<u8>,
+    /// `buf[start..end]` is received but not yet parsed.
+    start: usize,
+    end: usize,
+    /// When the unfinished head now in the buffer was first parked.
+    head_started: Option<Instant>,
+    /// Requests answered on this connection.
+    pub(crate) requests: u64,
+}
+
+impl ConnState {
+    /// True when part of a request head is waiting for the rest.
+    pub(crate) fn has_partial_head(&self) -> bool {
+        self.start < self.end
+    }
+
+    pub(crate) fn head_started(&self) -> Option<Instant> {
+        self.head_started
+    }
+
+    fn unparsed(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Gives the connection a full-size read buffer, keeping unparsed bytes.
+    fn attach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize) {
+        if self.buf.len() >= size {
+            return;
+        }
+        let mut big = pool
+            .pop()
+            .filter(|b| b.len() == size)
+            .unwrap_or_else(|| vec![0; size]);
+        let pending = self.end - self.start;
+        big[..pending].copy_from_slice(self.unparsed());
+        self.buf = big;
+        (self.start, self.end) = (0, pending);
+    }
+
+    /// Returns the read buffer to `pool`, keeping only unparsed bytes.
+    fn detach(&mut self, pool: &mut Vec<Vec<u8>>, now: impl FnOnce() -> Instant) {
+        let keep = self.unparsed().to_vec();
+        if !keep.is_empty() && self.head_started.is_none() {
+            self.head_started = Some(now());
+        }
+        (self.start, self.end) = (0, keep.len());
+        let big = mem::replace(&mut self.buf, keep);
+        if pool.len() < POOLED_BUFFERS && !big.is_empty() {
+            pool.push(big);
+        }
+    }
+
+    fn consumed(&mut self, to: usize, end: usize) {
+        (self.start, self.end) = if to == end { (0, 0) } else { (to, end) };
+        self.head_started = None;
+    }
+}
+
+/// What the worker does with the connection after [`serve`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Nothing to read now: hand it back to the poller.
+    Park,
+    Close,
+}
+
+/// What one worker brings to serving a connection.
+pub(crate) struct Ctx<'w, H: ?Sized> {
+    pub(crate) handler: &'w H,
+    pub(crate) config: &'w Config,
+    pub(crate) scratch: &'w mut Scratch,
+    /// The server is shutting down: finish the request at hand, then close.
+    pub(crate) stopping: &'w AtomicBool,
+    pub(crate) counters: &'w Counters,
+    pub(crate) peer: SocketAddr,
+}
+
+/// The main loop of one connection: read → parse → handler → respond, for as
+/// long as requests are buffered or readable; then park or close.
+///
+/// Responses to pipelined requests are queued and written together before
+/// the next read. Any error answered by the crate ends with `Connection:
+/// close`.
+pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+) -> Next {
+    conn.attach(&mut cx.scratch.buffers, cx.config.read_buffer_size());
+    if let Some(started) = conn.head_started {
+        if started.elapsed() > cx.config.head_timeout {
+            cx.counters.timeout();
+            return finish(conn, io, cx, Some(408));
+        }
+    }
+    let mut parse_due = conn.has_partial_head();
+    loop {
+        if parse_due {
+            match parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans) {
+                Ok(Some(head)) => {
+                    if !respond(conn, io, cx, head) {
+                        return finish(conn, io, cx, None);
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    log::debug!("{}: refusing request: {e:?}", cx.peer);
+                    cx.counters.parse_error();
+                    return finish(conn, io, cx, Some(e.status()));
+                }
+            }
+        }
+        match fill(conn, io, cx) {
+            Ok(Some(new_line)) => parse_due = new_line || conn.end == conn.buf.len(),
+            Ok(None) => return park(conn, io, cx),
+            Err(()) => return finish(conn, io, cx, None),
+        }
+    }
+}
+
+/// Flushes queued responses, then reads more. `Ok(Some(saw_newline))` after
+/// new bytes; `Ok(None)` when the socket has nothing; `Err` at end of stream
+/// or on error.
+fn fill<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+) -> Result<Option<bool>, ()> {
+    flush(io, cx).map_err(drop)?;
+    if conn.end == conn.buf.len() {
+        conn.buf.copy_within(conn.start..conn.end, 0);
+        (conn.start, conn.end) = (0, conn.end - conn.start);
+    }
+    match io.read(&mut conn.buf[conn.end..]) {
+        Ok(0) => Err(()),
+        Ok(n) => {
+            let new = &conn.buf[conn.end..conn.end + n];
+            // A head can only complete with a line; trickled bytes without
+            // one are not worth re-parsing.
+            let saw_newline = new.contains(&b'\n');
+            conn.end += n;
+            Ok(Some(saw_newline))
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Some(false)),
+        Err(e) => {
+            log::debug!("{}: read failed: {e}", cx.peer);
+            Err(())
+        }
+    }
+}
+
+fn flush<T: Transport, H: ?Sized>(io: &mut T, cx: &mut Ctx<'_, H>) -> io::Result<()> {
+    if cx.scratch.out.is_empty() {
+        return Ok(());
+    }
+    let result = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
+    cx.scratch.out.clear();
+    if let Err(e) = &result {
+        log::debug!("{}: write failed: {e}", cx.peer);
+    }
+    result
+}
+
+fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    if flush(io, cx).is_err() {
+        return Next::Close;
+    }
+    conn.detach(&mut cx.scratch.buffers, Instant::now);
+    Next::Park
+}
+
+/// Ends the connection: optionally answers `status` first, flushes, closes.
+fn finish<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    status: Option<u16>,
+) -> Next {
+    if let Some(code) = status {
+        conn.requests += 1;
+        let date = *cx.scratch.date.now();
+        let resp = Response::error(code);
+        let framing = Framing::Length(crate::status::reason(code).len() as u64);
+        encode_head(
+            &resp,
+            framing,
+            false,
+            Version::Http11,
+            &date,
+            &mut cx.scratch.out,
+        );
+        cx.scratch
+            .out
+            .extend_from_slice(crate::status::reason(code).as_bytes());
+    }
+    let _ = flush(io, cx);
+    conn.detach(&mut cx.scratch.buffers, Instant::now);
+    Next::Close
+}
+
+/// Answers one parsed request. Returns whether the connection stays open.
+fn respond<T: Transport, H: Handler + ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    head: Head,
+) -> bool {
+    let head_end = conn.start + head.len;
+    let buffered_body = conn.end - head_end;
+    let needs_socket = match head.body {
+        BodyKind::Empty => false,
+        BodyKind::Length(n) => n > buffered_body as u64,
+        BodyKind::Chunked => true,
+    };
+    // Earlier pipelined responses go out before a `100 Continue` and before
+    // a handler that may wait on the client.
+    if needs_socket && flush(io, cx).is_err() {
+        return false;
+    }
+    let Scratch {
+        out, spans, date, ..
+    } = &mut *cx.scratch;
+    let (before, rest) = conn.buf.split_at_mut(head_end);
+    let limits = &cx.config.limits;
+    let body = Body::new(
+        head.body,
+        io,
+        rest,
+        buffered_body,
+        limits.max_body_bytes,
+        cx.config.body_read_timeout,
+        head.expect_continue,
+    );
+    let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, body);
+    let is_head = req.method() == "HEAD";
+    let resp = call(cx.handler, &mut req, cx.peer, cx.counters);
+    let mut body = req.into_body();
+    let drained = body.is_complete() || body.drain(cx.config.max_drain_bytes);
+    let end = body.finish();
+    conn.consumed(head_end + end.pos, head_end + end.end);
+    conn.requests += 1;
+    if let Some(e) = end.error {
+        match e {
+            BodyError::TimedOut => cx.counters.timeout(),
+            BodyError::Io => cx.counters.io_error(),
+            BodyError::Malformed | BodyError::TooLarge => cx.counters.parse_error(),
+        }
+    }
+    let resp = match end.error.map(|e| e.status()) {
+        Some(None) => return false,
+        Some(Some(code)) => Response::error(code),
+        None => resp,
+    };
+    let body_done = drained && !end.continue_withheld;
+    let (resp, framing) = match plan(&resp, head.version, is_head) {
+        Ok(framing) => (resp, framing),
+        Err(why) => {
+            log::error!(
+                "{}: handler response refused ({why}); answering 500",
+                cx.peer
+            );
+            let resp = Response::error(500);
+            let framing = plan(&resp, head.version, is_head).unwrap_or(Framing::CloseDelimited);
+            (resp, framing)
+        }
+    };
+    let keep_alive = keep_alive(
+        &head,
+        &resp,
+        framing,
+        body_done,
+        cx.stopping.load(Ordering::Relaxed),
+    );
+    let date = *date.now();
+    encode_head(&resp, framing, keep_alive, head.version, &date, out);
+    let written = write_body(io, out, resp.body, framing, cx.config.write_timeout);
+    if let Err(e) = &written {
+        log::debug!("{}: response body failed: {e}", cx.peer);
+    }
+    written.is_ok() && keep_alive
+}
+
+/// Calls the handler; a panic becomes a `500` that closes the connection.
+fn call<H: Handler + ?Sized>(
+    handler: &H,
+    req: &mut Request<'_>,
+    peer: SocketAddr,
+    counters: &Counters,
+) -> Response {
+    match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("<non-string panic>");
+            log::error!("{peer}: handler panicked: {text}; answering 500");
+            counters.panic();
+            Response::error(500)
+        }
+    }
+}
+
+/// RFC 9112 §9.3: persistence is the default for 1.1 and opt-in for 1.0;
+/// either side's `close` ends it, and so does a body we could not frame or
+/// finish reading.
+fn keep_alive(
+    head: &Head,
+    resp: &Response,
+    framing: Framing,
+    body_done: bool,
+    closing: bool,
+) -> bool {
+    let requested = match (head.version, head.connection) {
+        (_, ConnectionOption::Close) => false,
+        (Version::Http11, _) | (Version::Http10, ConnectionOption::KeepAlive) => true,
+        (Version::Http10, ConnectionOption::Default) => false,
+    };
+    requested && !resp.close && framing != Framing::CloseDelimited && body_done && !closing
+}
+
+/// Queues or writes the response body as `framing` says.
+fn write_body<T: Transport>(
+    io: &mut T,
+    out: &mut Vec<u8>,
+    body: Payload,
+    framing: Framing,
+    timeout: std::time::Duration,
+) -> io::Result<()> {
+    let bytes: &[u8] = match (&body, framing) {
+        (_, Framing::None { .. }) => return Ok(()),
+        (Payload::Static(b), _) => b,
+        (Payload::Owned(b), _) => b,
+        (Payload::Reader { .. }, _) => {
+            let Payload::Reader { reader, .. } = body else {
+                return Ok(());
+            };
+            return crate::stream::copy_body(io, out, reader, framing, timeout);
+        }
+    };
+    if bytes.len() <= INLINE_BODY {
+        out.extend_from_slice(bytes);
+        return Ok(());
+    }
+    write_all_wait(io, out, timeout)?;
+    out.clear();
+    write_all_wait(io, bytes, timeout)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,107 @@
+//! The `Date` header value (RFC 9110 §5.6.7, IMF-fixdate), formatted at most
+//! once per second per cache.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Length of an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub(crate) const DATE_LEN: usize = 29;
+
+/// A per-thread cache of the formatted current second. Each worker owns one,
+/// so there is no sharing and no lock on the hot path.
+#[derive(Debug)]
+pub(crate) struct DateCache {
+    secs: u64,
+    text: [u8; DATE_LEN],
+}
+
+impl DateCache {
+    pub(crate) fn new() -> DateCache {
+        let mut cache = DateCache {
+            secs: u64::MAX,
+            text: [0; DATE_LEN],
+        };
+        cache.now();
+        cache
+    }
+
+    /// Returns the current time as IMF-fixdate bytes.
+    pub(crate) fn now(&mut self) -> &[u8; DATE_LEN] {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if secs != self.secs {
+            self.secs = secs;
+            self.text = format_imf_fixdate(secs);
+        }
+        &self.text
+    }
+}
+
+const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+const MONTHS: [&[u8; 3]; 12] = [
+    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+];
+
+/// Formats seconds since the Unix epoch as IMF-fixdate.
+pub(crate) fn format_imf_fixdate(secs: u64) -> [u8; DATE_LEN] {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    let mut out = *b"Thu, 01 Jan 1970 00:00:00 GMT";
+    out[..3].copy_from_slice(DAYS[(days % 7) as usize]);
+    put2(&mut out[5..7], day);
+    out[8..11].copy_from_slice(MONTHS[(month - 1) as usize]);
+    put2(&mut out[12..14], year / 100);
+    put2(&mut out[14..16], year % 100);
+    put2(&mut out[17..19], rem / 3600);
+    put2(&mut out[20..22], rem / 60 % 60);
+    put2(&mut out[23..25], rem % 60);
+    out
+}
+
+fn put2(out: &mut [u8], n: u64) {
+    out[0] = b'0' + (n / 10 % 10) as u8;
+    out[1] = b'0' + (n % 10) as u8;
+}
+
+/// Days since 1970-01-01 to (year, month 1..=12, day 1..=31) in the proleptic
+/// Gregorian calendar (the well-known era-based conversion).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        let cases: [(u64, &[u8]); 5] = [
+            (0, b"Thu, 01 Jan 1970 00:00:00 GMT"),
+            (784_111_777, b"Sun, 06 Nov 1994 08:49:37 GMT"),
+            (951_782_400, b"Tue, 29 Feb 2000 00:00:00 GMT"),
+            (1_700_000_000, b"Tue, 14 Nov 2023 22:13:20 GMT"),
+            (4_102_444_799, b"Thu, 31 Dec 2099 23:59:59 GMT"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(&format_imf_fixdate(secs)[..], want, "{secs}");
+        }
+    }
+
+    #[test]
+    fn cache_returns_a_well_formed_date() {
+        let mut cache = DateCache::new();
+        let text = *cache.now();
+        assert_eq!(&text[25..], b" GMT");
+        assert_eq!(text[3], b',');
+    }
+}

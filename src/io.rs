@@ -1,0 +1,213 @@
+//! The byte stream a connection is served over.
+//!
+//! Sockets are non-blocking so that the worker can tell "nothing more to
+//! read" (park the connection) from "more is coming" (serve it). Where the
+//! worker must wait — a request body the handler reads, a response the peer
+//! is slow to take — it waits on the one socket with a timeout.
+
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+
+/// What a blocked operation waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ready {
+    Readable,
+    Writable,
+}
+
+/// A non-blocking byte stream that can wait for readiness.
+pub(crate) trait Transport: Read + Write {
+    /// Blocks until the stream is ready or `timeout` passes; a timeout is an
+    /// `ErrorKind::TimedOut` error.
+    fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()>;
+}
+
+/// Reads at least one byte (or end of stream), waiting up to `timeout` for it.
+pub(crate) fn read_wait(
+    io: &mut dyn Transport,
+    buf: &mut [u8],
+    timeout: Duration,
+) -> io::Result<usize> {
+    loop {
+        match io.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Readable, timeout)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Writes all of `buf`, waiting up to `timeout` each time the peer stops
+/// taking bytes.
+pub(crate) fn write_all_wait(
+    io: &mut dyn Transport,
+    mut buf: &[u8],
+    timeout: Duration,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        match io.write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Writable, timeout)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A worker's private readiness queue, used only on the slow path when one
+/// socket must be waited on.
+pub(crate) struct Waiter {
+    poll: Poll,
+    events: Events,
+}
+
+impl Waiter {
+    pub(crate) fn new() -> io::Result<Waiter> {
+        Ok(Waiter {
+            poll: Poll::new()?,
+            events: Events::with_capacity(4),
+        })
+    }
+
+    fn wait(&mut self, fd: &impl AsRawFd, ready: Ready, timeout: Duration) -> io::Result<()> {
+        let raw = fd.as_raw_fd();
+        let mut source = SourceFd(&raw);
+        let interest = match ready {
+            Ready::Readable => Interest::READABLE,
+            Ready::Writable => Interest::WRITABLE,
+        };
+        self.poll
+            .registry()
+            .register(&mut source, Token(0), interest)?;
+        let result = self.poll_until(Instant::now() + timeout);
+        self.poll.registry().deregister(&mut source)?;
+        result
+    }
+
+    fn poll_until(&mut self, deadline: Instant) -> io::Result<()> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            match self.poll.poll(&mut self.events, Some(left)) {
+                Ok(()) if !self.events.is_empty() => return Ok(()),
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// A socket together with the waiter of the worker serving it.
+pub(crate) struct Socket<'a> {
+    pub(crate) stream: &'a mut mio::net::TcpStream,
+    pub(crate) waiter: &'a mut Waiter,
+}
+
+impl Read for Socket<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Socket<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Socket<'_> {
+    fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
+        self.waiter.wait(&*self.stream, ready, timeout)
+    }
+}
+
+/// An in-memory transport for tests: input arrives in scripted chunks, a
+/// `WouldBlock` between them; everything written is collected.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Script {
+    pub(crate) chunks: std::collections::VecDeque<Vec<u8>>,
+    /// Bytes of the current chunk not yet read.
+    pub(crate) current: Vec<u8>,
+    /// End of stream after the last chunk (else `WouldBlock` forever).
+    pub(crate) eof: bool,
+    pub(crate) written: Vec<u8>,
+    /// When set, `wait` succeeds and releases the next chunk (the peer sends
+    /// more while the worker waits); otherwise `wait` times out.
+    pub(crate) patient: bool,
+}
+
+#[cfg(test)]
+impl Script {
+    pub(crate) fn new(chunks: &[&[u8]]) -> Script {
+        Script {
+            chunks: chunks.iter().map(|c| c.to_vec()).collect(),
+            ..Script::default()
+        }
+    }
+
+    /// Makes the next chunk readable, as a poller wake-up would.
+    pub(crate) fn release(&mut self) -> bool {
+        match self.chunks.pop_front() {
+            Some(chunk) => {
+                self.current.extend_from_slice(&chunk);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Read for Script {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.current.is_empty() {
+            if self.chunks.is_empty() && self.eof {
+                return Ok(0);
+            }
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current.drain(..n);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+impl Write for Script {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.written.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Transport for Script {
+    fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
+        if ready == Ready::Writable || (self.patient && self.release()) {
+            return Ok(());
+        }
+        if self.chunks.is_empty() && self.eof {
+            return Ok(());
+        }
+        Err(io::ErrorKind::TimedOut.into())
+    }
+}

@@ -1,0 +1,38 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
+#![cfg(unix)]
+
+mod body;
+mod config;
+mod conn;
+mod date;
+mod error;
+mod handler;
+mod headers;
+mod io;
+mod lot;
+mod parse;
+mod poller;
+mod pool;
+mod request;
+mod response;
+mod server;
+mod stats;
+mod status;
+mod stream;
+
+pub use body::Body;
+pub use config::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_SHUTDOWN_GRACE, DEFAULT_WRITE_TIMEOUT,
+    default_workers,
+};
+pub use error::{Error, ErrorKind};
+pub use handler::Handler;
+pub use headers::HeaderIter;
+pub use request::{Request, Version};
+pub use response::{Content, Response};
+pub use server::{Server, ServerHandle, ShutdownSignal};
+pub use stats::Stats;

@@ -1,0 +1,379 @@
+//! Request-head parsing and framing decisions. Pure: bytes in, a [`Head`] of
+//! offsets out, no I/O and no clock.
+//!
+//! httparse does the tokenising (it rejects bad tokens, CTLs in values,
+//! obs-fold and whitespace before the colon); this module adds what RFC 9112
+//! asks of a server on top: message framing (§6), `Host` (RFC 9110 §7.2),
+//! `Connection` (RFC 9110 §7.6.1) and `Expect` (RFC 9110 §10.1.1).
+
+use std::mem::MaybeUninit;
+
+use crate::request::Version;
+
+/// Upper bound on the header count a server may be configured with: the size
+/// of the on-stack array httparse fills.
+pub(crate) const MAX_HEADERS_CAP: usize = 256;
+
+/// The limits that apply while parsing one head.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) max_head_bytes: usize,
+    pub(crate) max_headers: usize,
+    pub(crate) max_uri_bytes: usize,
+    pub(crate) max_body_bytes: u64,
+}
+
+/// Where a header's name and value sit in the head buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HeaderSpan {
+    pub(crate) name: (u32, u32),
+    pub(crate) value: (u32, u32),
+}
+
+/// How the request body is delimited (RFC 9112 §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    Empty,
+    Length(u64),
+    Chunked,
+}
+
+/// What the request's `Connection` header asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ConnectionOption {
+    /// No `close` or `keep-alive` token: the version's default applies.
+    Default,
+    Close,
+    KeepAlive,
+}
+
+/// A parsed request head: offsets into the buffer it was parsed from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    /// Bytes of the head including the blank line.
+    pub(crate) len: usize,
+    pub(crate) method: (u32, u32),
+    pub(crate) target: (u32, u32),
+    pub(crate) version: Version,
+    pub(crate) body: BodyKind,
+    pub(crate) connection: ConnectionOption,
+    pub(crate) upgrade: bool,
+    pub(crate) expect_continue: bool,
+}
+
+/// Why a head was refused; each maps to exactly one status code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParseError {
+    /// Syntax or framing the RFC says to reject: 400.
+    Malformed(&'static str),
+    /// Head larger than `max_head_bytes` or more than `max_headers`: 431.
+    HeadTooLarge,
+    /// Request target longer than `max_uri_bytes`: 414.
+    UriTooLong,
+    /// An HTTP version other than 1.0 or 1.1: 505.
+    Version,
+    /// A transfer coding other than `chunked`: 501.
+    UnsupportedCoding,
+    /// An `Expect` other than `100-continue`: 417.
+    Expectation,
+    /// A `Content-Length` above `max_body_bytes`: 413.
+    BodyTooLarge,
+}
+
+impl ParseError {
+    /// The status code the client is answered with (then the server closes).
+    pub(crate) fn status(self) -> u16 {
+        match self {
+            ParseError::Malformed(_) => 400,
+            ParseError::HeadTooLarge => 431,
+            ParseError::UriTooLong => 414,
+            ParseError::Version => 505,
+            ParseError::UnsupportedCoding => 501,
+            ParseError::Expectation => 417,
+            ParseError::BodyTooLarge => 413,
+        }
+    }
+}
+
+/// Parses the head at the start of `buf`.
+///
+/// Returns `Ok(None)` while the head is incomplete and still within limits,
+/// `Ok(Some(head))` once it is complete and valid; header positions are
+/// pushed to `spans` (cleared first).
+pub(crate) fn parse_head(
+    buf: &[u8],
+    limits: &Limits,
+    spans: &mut Vec<HeaderSpan>,
+) -> Result<Option<Head>, ParseError> {
+    spans.clear();
+    let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
+    let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, raw) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
+        Err(e) => return Err(map_httparse(e, buf, limits)),
+    };
+    if len > limits.max_head_bytes {
+        return Err(ParseError::HeadTooLarge);
+    }
+    // httparse guarantees these are set on Complete.
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(ParseError::Malformed("incomplete request line"));
+    };
+    if target.len() > limits.max_uri_bytes {
+        return Err(ParseError::UriTooLong);
+    }
+    let version = if minor == 1 {
+        Version::Http11
+    } else {
+        Version::Http10
+    };
+    let mut framing = Framing::default();
+    for h in req.headers.iter() {
+        framing.add(h.name, h.value, version)?;
+        spans.push(HeaderSpan {
+            name: span(buf, h.name.as_bytes()),
+            value: span(buf, h.value),
+        });
+    }
+    let body = framing.body_kind(version, limits)?;
+    if version == Version::Http11 && framing.hosts != 1 {
+        return Err(ParseError::Malformed(
+            "HTTP/1.1 request needs exactly one Host",
+        ));
+    }
+    Ok(Some(Head {
+        len,
+        method: span(buf, method.as_bytes()),
+        target: span(buf, target.as_bytes()),
+        version,
+        body,
+        connection: framing.connection,
+        upgrade: framing.upgrade,
+        expect_continue: framing.expect_continue && version == Version::Http11,
+    }))
+}
+
+/// An incomplete head is fine until it cannot fit: then 414 if the request
+/// line alone is too long, else 431.
+fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
+    let line_end = buf.iter().position(|&b| b == b'\n');
+    let line_limit = limits.max_uri_bytes.saturating_add(64);
+    match line_end {
+        None if buf.len() > line_limit => Err(ParseError::UriTooLong),
+        _ if buf.len() >= limits.max_head_bytes => Err(ParseError::HeadTooLarge),
+        _ => Ok(()),
+    }
+}
+
+fn map_httparse(e: httparse::Error, buf: &[u8], limits: &Limits) -> ParseError {
+    match e {
+        httparse::Error::TooManyHeaders => ParseError::HeadTooLarge,
+        httparse::Error::Version => ParseError::Version,
+        // A request line longer than the limit is a 414 even when httparse
+        // stopped on some byte inside it.
+        _ if partial(buf, limits) == Err(ParseError::UriTooLong) => ParseError::UriTooLong,
+        httparse::Error::HeaderName => ParseError::Malformed("invalid header name"),
+        httparse::Error::HeaderValue => ParseError::Malformed("invalid header value"),
+        httparse::Error::NewLine => ParseError::Malformed("invalid line ending"),
+        httparse::Error::Token => ParseError::Malformed("invalid token in request line"),
+        _ => ParseError::Malformed("invalid request head"),
+    }
+}
+
+/// Offset and length of `part` inside `buf`; `part` must be a sub-slice.
+fn span(buf: &[u8], part: &[u8]) -> (u32, u32) {
+    let start = (part.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
+    debug_assert!(start + part.len() <= buf.len());
+    // Heads are bounded by max_head_bytes, far below u32::MAX.
+    (start as u32, part.len() as u32)
+}
+
+/// The framing-relevant headers seen so far.
+#[derive(Default)]
+struct Framing {
+    content_length: Option<u64>,
+    transfer_encoding: TransferEncoding,
+    hosts: u32,
+    connection: ConnectionOption,
+    upgrade: bool,
+    expect_continue: bool,
+}
+
+impl Default for ConnectionOption {
+    fn default() -> Self {
+        ConnectionOption::Default
+    }
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum TransferEncoding {
+    #[default]
+    Absent,
+    /// The last coding seen is `chunked`.
+    Chunked,
+    /// `chunked` followed by something: not a valid request framing.
+    NotFinalChunked,
+}
+
+impl Framing {
+    fn add(&mut self, name: &str, value: &[u8], version: Version) -> Result<(), ParseError> {
+        if name.eq_ignore_ascii_case("content-length") {
+            self.add_content_length(value)
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            if version == Version::Http10 {
+                // RFC 9112 §6.1: TE in a 1.0 message means the framing is faulty.
+                return Err(ParseError::Malformed("Transfer-Encoding in HTTP/1.0"));
+            }
+            self.add_transfer_encoding(value)
+        } else if name.eq_ignore_ascii_case("host") {
+            self.hosts += 1;
+            check_host(value)
+        } else if name.eq_ignore_ascii_case("connection") {
+            self.add_connection(value);
+            Ok(())
+        } else if name.eq_ignore_ascii_case("expect") {
+            self.add_expect(value)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// RFC 9110 §8.6: `Content-Length = 1*DIGIT`; several fields must agree.
+    fn add_content_length(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        let n = parse_decimal(value).ok_or(ParseError::Malformed("invalid Content-Length"))?;
+        match self.content_length {
+            Some(prev) if prev != n => Err(ParseError::Malformed("conflicting Content-Length")),
+            _ => {
+                self.content_length = Some(n);
+                Ok(())
+            }
+        }
+    }
+
+    /// RFC 9112 §6.1: a list of codings; the request is framed by `chunked`
+    /// only when it is the final coding, and it must not be applied twice.
+    fn add_transfer_encoding(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        for coding in tokens(value) {
+            if self.transfer_encoding == TransferEncoding::Chunked {
+                // Anything after chunked, including a second chunked.
+                self.transfer_encoding = TransferEncoding::NotFinalChunked;
+            }
+            if coding.eq_ignore_ascii_case(b"chunked") {
+                if self.transfer_encoding == TransferEncoding::Absent {
+                    self.transfer_encoding = TransferEncoding::Chunked;
+                }
+            } else if !is_token(coding) {
+                return Err(ParseError::Malformed("invalid transfer coding"));
+            } else if self.transfer_encoding == TransferEncoding::Absent {
+                // A coding before chunked that we cannot decode.
+                return Err(ParseError::UnsupportedCoding);
+            }
+        }
+        if value.iter().all(|b| b.is_ascii_whitespace() || *b == b',') {
+            return Err(ParseError::Malformed("empty Transfer-Encoding"));
+        }
+        Ok(())
+    }
+
+    fn add_connection(&mut self, value: &[u8]) {
+        for option in tokens(value) {
+            if option.eq_ignore_ascii_case(b"close") {
+                self.connection = ConnectionOption::Close;
+            } else if option.eq_ignore_ascii_case(b"keep-alive") {
+                if self.connection == ConnectionOption::Default {
+                    self.connection = ConnectionOption::KeepAlive;
+                }
+            } else if option.eq_ignore_ascii_case(b"upgrade") {
+                self.upgrade = true;
+            }
+        }
+    }
+
+    /// RFC 9110 §10.1.1: `100-continue` is the only expectation defined; a
+    /// server that does not support an expectation answers 417.
+    fn add_expect(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        for expectation in tokens(value) {
+            if expectation.eq_ignore_ascii_case(b"100-continue") {
+                self.expect_continue = true;
+            } else {
+                return Err(ParseError::Expectation);
+            }
+        }
+        Ok(())
+    }
+
+    /// RFC 9112 §6.3, in order: chunked TE frames the body; TE with CL is an
+    /// error here (a server MAY reject it and must close after it anyway);
+    /// TE not ending in chunked is a 400; else Content-Length; else empty.
+    fn body_kind(&self, version: Version, limits: &Limits) -> Result<BodyKind, ParseError> {
+        let _ = version;
+        match (self.transfer_encoding, self.content_length) {
+            (TransferEncoding::Absent, None) => Ok(BodyKind::Empty),
+            (TransferEncoding::Absent, Some(n)) if n > limits.max_body_bytes => {
+                Err(ParseError::BodyTooLarge)
+            }
+            (TransferEncoding::Absent, Some(0)) => Ok(BodyKind::Empty),
+            (TransferEncoding::Absent, Some(n)) => Ok(BodyKind::Length(n)),
+            (_, Some(_)) => Err(ParseError::Malformed(
+                "both Transfer-Encoding and Content-Length",
+            )),
+            (TransferEncoding::NotFinalChunked, None) => Err(ParseError::Malformed(
+                "chunked is not the final transfer coding",
+            )),
+            (TransferEncoding::Chunked, None) => Ok(BodyKind::Chunked),
+        }
+    }
+}
+
+/// `1*DIGIT` without sign, whitespace or overflow.
+pub(crate) fn parse_decimal(value: &[u8]) -> Option<u64> {
+    if value.is_empty() {
+        return None;
+    }
+    value.iter().try_fold(0u64, |acc, &b| {
+        let digit = b.checked_sub(b'0').filter(|d| *d <= 9)?;
+        acc.checked_mul(10)?.checked_add(u64::from(digit))
+    })
+}
+
+/// The elements of a comma-separated list (RFC 9110 §5.6.1), trimmed of
+/// optional whitespace, empty elements skipped.
+pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(trim)
+        .filter(|t| !t.is_empty())
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// RFC 9110 §5.6.2 `tchar`.
+pub(crate) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+pub(crate) fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
+/// `Host = uri-host [ ":" port ]`: no whitespace, no userinfo, no path.
+fn check_host(value: &[u8]) -> Result<(), ParseError> {
+    let bad = |b: &u8| matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
+    if value.iter().any(bad) {
+        return Err(ParseError::Malformed("invalid Host"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

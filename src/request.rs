@@ -1,0 +1,175 @@
+//! The request a handler sees: a view into the connection's buffer.
+
+use std::io::{self, Read};
+use std::net::SocketAddr;
+
+use crate::body::Body;
+use crate::error::Error;
+use crate::headers::{HeaderIter, Headers};
+use crate::parse::{Head, HeaderSpan};
+
+/// The protocol version of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// `HTTP/1.0`: the connection closes after the response unless the
+    /// request says `Connection: keep-alive`.
+    Http10,
+    /// `HTTP/1.1`: persistent unless either side says `Connection: close`.
+    Http11,
+}
+
+impl Version {
+    /// The version as it appears on the wire, e.g. `"HTTP/1.1"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}
+
+/// An HTTP request, borrowed from the connection that received it.
+///
+/// The head (method, target, headers) is a view into the connection's read
+/// buffer: building a `Request` allocates nothing. The body is read through
+/// [`Read`] (on the request itself or [`Request::body`]).
+pub struct Request<'a> {
+    head: &'a [u8],
+    parsed: Head,
+    headers: Headers<'a>,
+    peer: SocketAddr,
+    body: Body<'a>,
+}
+
+impl<'a> Request<'a> {
+    pub(crate) fn new(
+        head: &'a [u8],
+        parsed: Head,
+        spans: &'a [HeaderSpan],
+        peer: SocketAddr,
+        body: Body<'a>,
+    ) -> Request<'a> {
+        Request {
+            head,
+            parsed,
+            headers: Headers::new(head, spans),
+            peer,
+            body,
+        }
+    }
+
+    fn text(&self, (start, len): (u32, u32)) -> &str {
+        let bytes = &self.head[start as usize..(start + len) as usize];
+        // httparse only accepts visible ASCII in the method and target.
+        std::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    /// The request method, e.g. `"GET"`. Any token is accepted (RFC 9110
+    /// §9.1 lets servers define methods); compare case-sensitively.
+    pub fn method(&self) -> &str {
+        self.text(self.parsed.method)
+    }
+
+    /// The request target exactly as sent, e.g. `"/search?q=x"`.
+    pub fn target(&self) -> &str {
+        self.text(self.parsed.target)
+    }
+
+    /// The path part of the target (before `?`), still percent-encoded.
+    pub fn path(&self) -> &str {
+        let target = self.target();
+        target.split_once('?').map_or(target, |(path, _)| path)
+    }
+
+    /// The query part of the target (after `?`), if any.
+    pub fn query(&self) -> Option<&str> {
+        self.target().split_once('?').map(|(_, query)| query)
+    }
+
+    /// The protocol version.
+    pub fn version(&self) -> Version {
+        self.parsed.version
+    }
+
+    /// The first value of the header `name` (case-insensitive), if present
+    /// and valid UTF-8.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)
+    }
+
+    /// Every value of the header `name` (case-insensitive), in order, as raw
+    /// bytes.
+    pub fn header_all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s [u8]> + 's {
+        self.headers.all(name)
+    }
+
+    /// All headers in the order received, as `(name, value)`.
+    pub fn headers(&self) -> HeaderIter<'_> {
+        self.headers.iter()
+    }
+
+    /// The address of the client.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// The request body.
+    pub fn body(&mut self) -> &mut Body<'a> {
+        &mut self.body
+    }
+
+    /// Reads the whole body into a `Vec`, refusing bodies over `limit` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::BodyTooLarge`](crate::ErrorKind::BodyTooLarge) past
+    /// `limit` (the server's own `max_body_bytes` applies too), or the I/O
+    /// error of a failed read.
+    pub fn read_body(&mut self, limit: usize) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = self.body.read(&mut chunk).map_err(Error::from_body)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            if out.len() + n > limit {
+                return Err(Error::body_too_large(limit));
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Reads the whole body as UTF-8 text, refusing bodies over `limit` bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Request::read_body`], and
+    /// [`ErrorKind::InvalidUtf8`](crate::ErrorKind::InvalidUtf8).
+    pub fn read_body_string(&mut self, limit: usize) -> Result<String, Error> {
+        String::from_utf8(self.read_body(limit)?).map_err(|_| Error::invalid_utf8())
+    }
+
+    pub(crate) fn into_body(self) -> Body<'a> {
+        self.body
+    }
+}
+
+impl Read for Request<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.body.read(buf)
+    }
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method())
+            .field("target", &self.target())
+            .field("version", &self.version())
+            .field("headers", &self.headers)
+            .field("peer", &self.peer)
+            .field("body", &self.body)
+            .finish()
+    }
+}

@@ -1,0 +1,309 @@
+//! The builder, and the handle of a running server.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, bounded};
+use mio::{Poll, Waker};
+
+use crate::config::Config;
+use crate::handler::Handler;
+use crate::lot::{Shared, WAKER};
+use crate::parse::MAX_HEADERS_CAP;
+use crate::poller::Poller;
+use crate::pool;
+use crate::stats::Stats;
+
+/// A server, configured and bound, not yet running.
+///
+/// ```no_run
+/// use httpool::{Response, Server};
+///
+/// fn main() -> std::io::Result<()> {
+///     Server::bind("127.0.0.1:8080")?
+///         .workers(8)
+///         .serve(|_req: &mut httpool::Request| Response::text("hello\n"))
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    config: Config,
+}
+
+impl Server {
+    /// Binds a listening socket.
+    ///
+    /// # Errors
+    ///
+    /// The error of resolving or binding `addr`.
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
+        Ok(Server::from_listener(TcpListener::bind(addr)?))
+    }
+
+    /// Serves on a listener bound elsewhere (socket activation, a port
+    /// chosen by the caller, `SO_REUSEPORT`).
+    pub fn from_listener(listener: TcpListener) -> Server {
+        Server {
+            listener,
+            config: Config::default(),
+        }
+    }
+
+    /// The address the server listens on.
+    ///
+    /// # Errors
+    ///
+    /// The error of `getsockname`.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Worker threads, each running one handler call at a time. Default:
+    /// [`default_workers`](crate::default_workers) (twice the cores, at least
+    /// 4). At least 1.
+    pub fn workers(mut self, n: usize) -> Server {
+        self.config.workers = n.max(1);
+        self
+    }
+
+    /// Readable connections that may wait for a free worker. When the queue
+    /// is full the server stops accepting (clients wait in the kernel's
+    /// backlog). Default: [`DEFAULT_QUEUE_DEPTH`](crate::DEFAULT_QUEUE_DEPTH).
+    pub fn queue_depth(mut self, n: usize) -> Server {
+        self.config.queue_depth = n.max(1);
+        self
+    }
+
+    /// Open connections at most; past it the server stops accepting until
+    /// one closes. Default:
+    /// [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS).
+    pub fn max_connections(mut self, n: usize) -> Server {
+        self.config.max_connections = n.clamp(1, u32::MAX as usize / 2);
+        self
+    }
+
+    /// How long an idle keep-alive connection stays open. Default:
+    /// [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT).
+    pub fn idle_timeout(mut self, d: Duration) -> Server {
+        self.config.idle_timeout = d;
+        self
+    }
+
+    /// How long a client may take to send a request head; then `408` and
+    /// close. Default: [`DEFAULT_HEAD_TIMEOUT`](crate::DEFAULT_HEAD_TIMEOUT).
+    pub fn head_timeout(mut self, d: Duration) -> Server {
+        self.config.head_timeout = d;
+        self
+    }
+
+    /// How long one read of a request body waits for the client; then the
+    /// read fails with `TimedOut`, the client gets `408` and the connection
+    /// closes. Default:
+    /// [`DEFAULT_BODY_READ_TIMEOUT`](crate::DEFAULT_BODY_READ_TIMEOUT).
+    pub fn body_read_timeout(mut self, d: Duration) -> Server {
+        self.config.body_read_timeout = d;
+        self
+    }
+
+    /// How long one write waits for the client to take bytes; then the
+    /// connection closes. Default:
+    /// [`DEFAULT_WRITE_TIMEOUT`](crate::DEFAULT_WRITE_TIMEOUT).
+    pub fn write_timeout(mut self, d: Duration) -> Server {
+        self.config.write_timeout = d;
+        self
+    }
+
+    /// How long [`ServerHandle::shutdown`] waits for in-flight requests.
+    /// Default: [`DEFAULT_SHUTDOWN_GRACE`](crate::DEFAULT_SHUTDOWN_GRACE).
+    pub fn shutdown_grace(mut self, d: Duration) -> Server {
+        self.config.shutdown_grace = d;
+        self
+    }
+
+    /// Largest request head (request line and headers); larger gets `431`.
+    /// Default: [`DEFAULT_MAX_HEAD_BYTES`](crate::DEFAULT_MAX_HEAD_BYTES).
+    /// Each connection being served holds a buffer of this size plus 4 KiB.
+    pub fn max_head_bytes(mut self, n: usize) -> Server {
+        self.config.limits.max_head_bytes = n.clamp(256, u32::MAX as usize / 4);
+        self
+    }
+
+    /// Most request headers; more gets `431`. Default:
+    /// [`DEFAULT_MAX_HEADERS`](crate::DEFAULT_MAX_HEADERS), at most 256.
+    pub fn max_headers(mut self, n: usize) -> Server {
+        self.config.limits.max_headers = n.clamp(1, MAX_HEADERS_CAP);
+        self
+    }
+
+    /// Longest request target; longer gets `414`. Default:
+    /// [`DEFAULT_MAX_URI_BYTES`](crate::DEFAULT_MAX_URI_BYTES).
+    pub fn max_uri_bytes(mut self, n: usize) -> Server {
+        self.config.limits.max_uri_bytes = n.max(1);
+        self
+    }
+
+    /// Largest request body; a larger `Content-Length` gets `413` before
+    /// the handler runs, a chunked body that grows past it gets `413`.
+    /// Default: [`DEFAULT_MAX_BODY_BYTES`](crate::DEFAULT_MAX_BODY_BYTES).
+    pub fn max_body_bytes(mut self, n: u64) -> Server {
+        self.config.limits.max_body_bytes = n;
+        self
+    }
+
+    /// Most unread body bytes discarded after a handler returns, to keep the
+    /// connection; a longer remainder closes it instead. Default:
+    /// [`DEFAULT_MAX_DRAIN_BYTES`](crate::DEFAULT_MAX_DRAIN_BYTES).
+    pub fn max_drain_bytes(mut self, n: u64) -> Server {
+        self.config.max_drain_bytes = n;
+        self
+    }
+
+    /// Runs the server on this thread, forever.
+    ///
+    /// # Errors
+    ///
+    /// As [`Server::spawn`].
+    pub fn serve<H: Handler>(self, handler: H) -> io::Result<()> {
+        self.spawn(handler)?.join();
+        Ok(())
+    }
+
+    /// Starts the server on its own threads and returns a handle to it.
+    ///
+    /// # Errors
+    ///
+    /// Creating the poller or a thread failed.
+    pub fn spawn<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
+        let addr = self.listener.local_addr()?;
+        self.listener.set_nonblocking(true)?;
+        let listener = mio::net::TcpListener::from_std(self.listener);
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let registry = poll.registry().try_clone()?;
+        let workers = self.config.workers;
+        let (queue_tx, queue_rx) = bounded(self.config.queue_depth);
+        let shared = Arc::new(Shared::new(self.config, registry, waker));
+        let poller = Poller::new(poll, listener, shared.clone(), queue_tx)?;
+        let (done_tx, done_rx) = bounded(workers);
+        let workers = pool::spawn(workers, &shared, &Arc::new(handler), &queue_rx, &done_tx)?;
+        let poller = thread::Builder::new()
+            .name("httpool-poller".into())
+            .spawn(move || poller.run())?;
+        Ok(ServerHandle {
+            shared,
+            addr,
+            poller: Some(poller),
+            workers,
+            done: done_rx,
+            queue: queue_rx,
+        })
+    }
+}
+
+/// A running server.
+///
+/// Dropping the handle leaves the server running; stop it with
+/// [`ServerHandle::shutdown`] (or a [`ShutdownSignal`] from another thread).
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    poller: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
+    done: Receiver<()>,
+    queue: Receiver<crate::lot::Conn>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A cloneable way to start shutdown from another thread (e.g. a signal
+    /// handler thread) while this handle waits in [`ServerHandle::join`].
+    pub fn signal(&self) -> ShutdownSignal {
+        ShutdownSignal {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Live counters; see [`Stats`].
+    pub fn stats(&self) -> Stats {
+        let parked = self.shared.lock().parked;
+        self.shared.counters.snapshot(parked, self.queue.len())
+    }
+
+    /// Stops the server gracefully and waits for it: stop accepting, close
+    /// idle connections, let in-flight requests finish (their responses say
+    /// `Connection: close`), join every thread.
+    ///
+    /// Returns `true` when every thread ended within the grace period; a
+    /// handler still running past it is left behind, detached.
+    pub fn shutdown(self) -> bool {
+        self.signal().shutdown();
+        self.join()
+    }
+
+    /// Waits until the server stops (after a [`ShutdownSignal`]). Returns as
+    /// [`ServerHandle::shutdown`] does.
+    pub fn join(mut self) -> bool {
+        if let Some(poller) = self.poller.take() {
+            let _ = poller.join();
+        }
+        let deadline = Instant::now() + self.shared.config.shutdown_grace;
+        let mut finished = 0;
+        while finished < self.workers.len() {
+            match self.done.recv_deadline(deadline) {
+                Ok(()) => finished += 1,
+                Err(_) => break,
+            }
+        }
+        let all = finished == self.workers.len();
+        if all {
+            for worker in self.workers.drain(..) {
+                let _ = worker.join();
+            }
+        } else {
+            log::warn!(
+                "{} workers still busy after the shutdown grace period",
+                self.workers.len() - finished
+            );
+        }
+        all
+    }
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts a graceful shutdown of the server it came from.
+#[derive(Clone)]
+pub struct ShutdownSignal {
+    shared: Arc<Shared>,
+}
+
+impl ShutdownSignal {
+    /// Starts shutdown and returns at once; [`ServerHandle::join`] waits.
+    pub fn shutdown(&self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        if let Err(e) = self.shared.waker.wake() {
+            log::error!("waking the poller for shutdown failed: {e}");
+        }
+    }
+}
+
+impl std::fmt::Debug for ShutdownSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ShutdownSignal")
+    }
+}

@@ -1,0 +1,102 @@
+//! Live counters: relaxed atomics, cheap enough to bump on every request.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// A snapshot of a running server, from [`ServerHandle::stats`](crate::ServerHandle::stats).
+///
+/// Counts are read one by one without a common lock, so a snapshot taken
+/// under load may be off by the few events that happened while it was read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Connections accepted since start.
+    pub accepted: u64,
+    /// Connections open now.
+    pub open: u64,
+    /// Open connections parked with the poller (idle or mid-head).
+    pub parked: u64,
+    /// Open connections queued for or held by a worker.
+    pub active: u64,
+    /// Connections waiting in the work queue.
+    pub queued: u64,
+    /// Responses written (error responses included).
+    pub requests: u64,
+    /// Requests refused because their head or framing was invalid or too large.
+    pub parse_errors: u64,
+    /// Connections closed for a timeout (idle, head, body read or write).
+    pub timeouts: u64,
+    /// Handler panics.
+    pub panics: u64,
+    /// Accept and socket errors other than timeouts.
+    pub io_errors: u64,
+}
+
+/// The counters behind [`Stats`]; one cache line each so that workers
+/// bumping different counters do not contend.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    accepted: Padded,
+    closed: Padded,
+    requests: Padded,
+    parse_errors: Padded,
+    timeouts: Padded,
+    panics: Padded,
+    io_errors: Padded,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+impl Padded {
+    fn bump(&self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+impl Counters {
+    pub(crate) fn accepted(&self) {
+        self.accepted.bump();
+    }
+    pub(crate) fn closed(&self) {
+        self.closed.bump();
+    }
+    pub(crate) fn requests(&self, n: u64) {
+        if n > 0 {
+            self.requests.0.fetch_add(n, Relaxed);
+        }
+    }
+    pub(crate) fn parse_error(&self) {
+        self.parse_errors.bump();
+    }
+    pub(crate) fn timeout(&self) {
+        self.timeouts.bump();
+    }
+    pub(crate) fn panic(&self) {
+        self.panics.bump();
+    }
+    pub(crate) fn io_error(&self) {
+        self.io_errors.bump();
+    }
+
+    pub(crate) fn snapshot(&self, parked: usize, queued: usize) -> Stats {
+        let accepted = self.accepted.get();
+        let open = accepted.saturating_sub(self.closed.get());
+        Stats {
+            accepted,
+            open,
+            parked: parked as u64,
+            active: open.saturating_sub(parked as u64),
+            queued: queued as u64,
+            requests: self.requests.get(),
+            parse_errors: self.parse_errors.get(),
+            timeouts: self.timeouts.get(),
+            panics: self.panics.get(),
+            io_errors: self.io_errors.get(),
+        }
+    }
+}
