@@ -136,7 +136,6 @@ impl Transport for Socket<'_> {
 
 /// An in-memory transport for tests: input arrives in scripted chunks, a
 /// `WouldBlock` between them; everything written is collected.
-#[cfg(test)]
 #[derive(Default)]
 pub(crate) struct Script {
     pub(crate) chunks: std::collections::VecDeque<Vec<u8>>,
@@ -150,7 +149,6 @@ pub(crate) struct Script {
     pub(crate) patient: bool,
 }
 
-#[cfg(test)]
 impl Script {
     pub(crate) fn new(chunks: &[&[u8]]) -> Script {
         Script {
@@ -171,7 +169,6 @@ impl Script {
     }
 }
 
-#[cfg(test)]
 impl Read for Script {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.current.is_empty() {
@@ -187,7 +184,6 @@ impl Read for Script {
     }
 }
 
-#[cfg(test)]
 impl Write for Script {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.written.extend_from_slice(buf);
@@ -199,7 +195,6 @@ impl Write for Script {
     }
 }
 
-#[cfg(test)]
 impl Transport for Script {
     fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
         if ready == Ready::Writable || (self.patient && self.release()) {

@@ -8,6 +8,8 @@ mod config;
 mod conn;
 mod date;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 mod handler;
 mod headers;
 mod io;
