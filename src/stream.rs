@@ -127,7 +127,8 @@ mod tests {
         let wire = copy(&BIG, Framing::Chunked).unwrap();
         assert!(wire.starts_with(b"4000\r\n"));
         assert!(wire.ends_with(b"\r\n0\r\n\r\n"));
-        assert_eq!(wire.len(), 6 + 16384 + 2 + 6 + 3616 + 2 + 5);
+        assert_eq!(wire.len(), 6 + 16384 + 2 + 5 + 3616 + 2 + 5);
+        assert!(wire.windows(7).any(|w| w == b"\r\ne20\r\n"));
     }
 
     #[test]

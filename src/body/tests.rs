@@ -1,1 +1,231 @@
 use super::*;
+use crate::io::Script;
+
+/// Decodes `wire` fed in pieces of `step` bytes; returns the body or the error.
+fn decode(wire: &[u8], step: usize) -> Result<Vec<u8>, BodyError> {
+    let mut decoder = ChunkedDecoder::new();
+    let mut body = Vec::new();
+    let mut out = [0u8; 7];
+    for piece in wire.chunks(step) {
+        let mut at = 0;
+        while at < piece.len() && !decoder.is_done() {
+            let (used, produced) = decoder.decode(&piece[at..], &mut out)?;
+            body.extend_from_slice(&out[..produced]);
+            at += used;
+            if used == 0 && produced == 0 {
+                break;
+            }
+        }
+    }
+    if decoder.is_done() {
+        Ok(body)
+    } else {
+        Err(BodyError::Io)
+    }
+}
+
+fn decodes(wire: &[u8], want: &[u8]) {
+    for step in [1, 2, 3, wire.len()] {
+        assert_eq!(
+            decode(wire, step).as_deref(),
+            Ok(want),
+            "step {step}: {:?}",
+            String::from_utf8_lossy(wire)
+        );
+    }
+}
+
+fn refuses(wire: &[u8]) {
+    for step in [1, wire.len()] {
+        assert_eq!(
+            decode(wire, step),
+            Err(BodyError::Malformed),
+            "step {step}: {:?}",
+            String::from_utf8_lossy(wire)
+        );
+    }
+}
+
+#[test]
+fn decodes_plain_chunks() {
+    decodes(b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", b"hello world");
+    decodes(b"0\r\n\r\n", b"");
+    decodes(b"A\r\n0123456789\r\n0\r\n\r\n", b"0123456789");
+    decodes(b"000a\r\n0123456789\r\n0\r\n\r\n", b"0123456789");
+}
+
+#[test]
+fn tolerates_extensions_and_trailers() {
+    decodes(b"5;name=value\r\nhello\r\n0;last\r\n\r\n", b"hello");
+    decodes(b"5 ;a=\"q\"\r\nhello\r\n0\r\n\r\n", b"hello");
+    decodes(
+        b"5\r\nhello\r\n0\r\nExpires: never\r\nX: y\r\n\r\n",
+        b"hello",
+    );
+}
+
+#[test]
+fn refuses_bad_framing() {
+    refuses(b"x\r\n");
+    refuses(b"\r\n");
+    refuses(b"-1\r\n");
+    refuses(b"5\nhello\r\n0\r\n\r\n");
+    refuses(b"5\r\nhelloXX0\r\n\r\n");
+    refuses(b"5\r\nhello\n0\r\n\r\n");
+    refuses(b"5\r\nhello\r\n0\r\n\n");
+    refuses(b"5;a\0b\r\nhello\r\n");
+    refuses(b"0\r\nX: a\rb\r\n\r\n");
+}
+
+#[test]
+fn refuses_chunk_sizes_that_overflow() {
+    refuses(b"1ffffffffffffffff\r\n");
+    refuses(b"00000000000000001\r\n");
+    // Sixteen digits still fit.
+    let mut decoder = ChunkedDecoder::new();
+    assert!(decoder.decode(b"ffffffffffffffff\r\n", &mut [0; 1]).is_ok());
+}
+
+#[test]
+fn bounds_extensions_and_trailers() {
+    let mut wire = b"1;".to_vec();
+    wire.resize(2 + MAX_CHUNK_EXT_BYTES + 1, b'e');
+    refuses(&wire);
+    let mut wire = b"0\r\nX: ".to_vec();
+    wire.resize(5 + MAX_TRAILER_BYTES + 1, b't');
+    refuses(&wire);
+}
+
+#[test]
+fn decoder_never_reads_past_the_body() {
+    let mut decoder = ChunkedDecoder::new();
+    let wire = b"3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\n";
+    let mut out = [0u8; 64];
+    let mut at = 0;
+    while !decoder.is_done() {
+        at += decoder.decode(&wire[at..], &mut out).unwrap().0;
+    }
+    assert_eq!(&wire[at..], b"GET / HTTP/1.1\r\n");
+}
+
+fn body_over<'a>(
+    io: &'a mut Script,
+    buf: &'a mut [u8],
+    buffered: &[u8],
+    kind: BodyKind,
+    limit: u64,
+    expect: bool,
+) -> Body<'a> {
+    buf[..buffered.len()].copy_from_slice(buffered);
+    Body::new(
+        kind,
+        io,
+        buf,
+        buffered.len(),
+        limit,
+        Duration::from_millis(10),
+        expect,
+    )
+}
+
+#[test]
+fn length_body_reads_buffer_then_socket_and_stops_at_its_end() {
+    let mut io = Script::new(&[b"lo wor", b"ld NEXT"]);
+    io.patient = true;
+    let mut buf = [0u8; 64];
+    let mut body = body_over(&mut io, &mut buf, b"hel", BodyKind::Length(11), 100, false);
+    let mut got = Vec::new();
+    body.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"hello world");
+    assert!(body.is_complete());
+    drop(body);
+    assert_eq!(io.current, b" NEXT");
+}
+
+#[test]
+fn chunked_body_leaves_the_next_request_in_the_buffer() {
+    let mut io = Script::default();
+    let mut buf = [0u8; 64];
+    let body = body_over(
+        &mut io,
+        &mut buf,
+        b"2\r\nhi\r\n0\r\n\r\nNEXT",
+        BodyKind::Chunked,
+        100,
+        false,
+    );
+    let mut body = body;
+    let mut got = Vec::new();
+    body.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"hi");
+    let end = body.finish();
+    assert_eq!((end.pos, end.end), (12, 16));
+    assert_eq!(end.error, None);
+}
+
+#[test]
+fn chunked_body_over_the_limit_fails_as_too_large() {
+    let mut io = Script::default();
+    let mut buf = [0u8; 64];
+    let mut body = body_over(
+        &mut io,
+        &mut buf,
+        b"5\r\nhello\r\n0\r\n\r\n",
+        BodyKind::Chunked,
+        4,
+        false,
+    );
+    let err = body.read_to_end(&mut Vec::new()).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    assert_eq!(body.finish().error, Some(BodyError::TooLarge));
+}
+
+#[test]
+fn a_silent_client_times_out() {
+    let mut io = Script::new(&[b"late"]);
+    let mut buf = [0u8; 64];
+    let mut body = body_over(&mut io, &mut buf, b"", BodyKind::Length(4), 100, false);
+    let err = body.read(&mut [0; 8]).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(body.finish().error, Some(BodyError::TimedOut));
+}
+
+#[test]
+fn continue_is_sent_on_the_first_read_only() {
+    let mut io = Script::new(&[b"abc"]);
+    io.patient = true;
+    let mut buf = [0u8; 64];
+    let mut body = body_over(&mut io, &mut buf, b"", BodyKind::Length(3), 100, true);
+    assert!(body.send_continue, "not before the first read");
+    let mut got = Vec::new();
+    body.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"abc");
+    drop(body);
+    assert_eq!(io.written, CONTINUE);
+}
+
+#[test]
+fn an_unread_expecting_body_is_not_drained() {
+    let mut io = Script::default();
+    let mut buf = [0u8; 64];
+    let mut body = body_over(&mut io, &mut buf, b"", BodyKind::Length(3), 100, true);
+    assert!(!body.drain(1000));
+    assert!(body.finish().continue_withheld);
+    assert!(io.written.is_empty());
+}
+
+#[test]
+fn drain_gives_up_past_its_bound() {
+    let mut io = Script::new(&[&[b'x'; 10_000]]);
+    io.patient = true;
+    let mut buf = [0u8; 64];
+    let mut body = body_over(
+        &mut io,
+        &mut buf,
+        b"",
+        BodyKind::Length(10_000),
+        1 << 20,
+        false,
+    );
+    assert!(!body.drain(100));
+}

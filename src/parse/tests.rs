@@ -1,1 +1,175 @@
 use super::*;
+
+fn limits() -> Limits {
+    Limits {
+        max_head_bytes: 1024,
+        max_headers: 8,
+        max_uri_bytes: 64,
+        max_body_bytes: 1000,
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Option<Head>, ParseError> {
+    parse_head(bytes, &limits(), &mut Vec::new())
+}
+
+fn body_of(bytes: &[u8]) -> BodyKind {
+    parse(bytes).expect("valid").expect("complete").body
+}
+
+/// `accept!(name: bytes => body kind)` and `reject!(name: bytes => error)`.
+macro_rules! accept {
+    ($($name:ident: $bytes:expr => $body:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            assert_eq!(body_of($bytes), $body);
+        }
+    )*};
+}
+
+macro_rules! reject {
+    ($($name:ident: $bytes:expr => $err:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            assert_eq!(parse($bytes), Err($err));
+        }
+    )*};
+}
+
+use BodyKind::*;
+use ParseError::{
+    BodyTooLarge, Expectation, HeadTooLarge, Malformed, UnsupportedCoding, UriTooLong,
+};
+
+accept! {
+    get_without_body_is_empty: b"GET / HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
+    content_length_frames_the_body: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n" => Length(5);
+    zero_content_length_is_empty: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n" => Empty;
+    identical_duplicate_lengths_agree: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n" => Length(3);
+    chunked_frames_the_body: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" => Chunked;
+    chunked_is_case_insensitive: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: CHUNKED\r\n\r\n" => Chunked;
+    empty_list_elements_are_ignored: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n" => Chunked;
+    http10_needs_no_host: b"GET / HTTP/1.0\r\n\r\n" => Empty;
+    leading_blank_line_is_skipped: b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
+    unknown_methods_are_allowed: b"PURGE /x HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
+    host_with_port: b"GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n" => Empty;
+}
+
+reject! {
+    te_with_content_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("both Transfer-Encoding and Content-Length");
+    conflicting_lengths_are_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n" => Malformed("conflicting Content-Length");
+    signed_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n" => Malformed("invalid Content-Length");
+    negative_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n" => Malformed("invalid Content-Length");
+    hex_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x5\r\n\r\n" => Malformed("invalid Content-Length");
+    length_list_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n" => Malformed("invalid Content-Length");
+    overflowing_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n" => Malformed("invalid Content-Length");
+    empty_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \r\n\r\n" => Malformed("invalid Content-Length");
+    chunked_not_last_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n" => Malformed("chunked is not the final transfer coding");
+    chunked_twice_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("chunked is not the final transfer coding");
+    unknown_coding_is_not_implemented: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" => UnsupportedCoding;
+    lone_unknown_coding_is_not_implemented: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n" => UnsupportedCoding;
+    empty_transfer_encoding_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \r\n\r\n" => Malformed("empty Transfer-Encoding");
+    te_in_http10_is_refused: b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("Transfer-Encoding in HTTP/1.0");
+    missing_host_is_refused: b"GET / HTTP/1.1\r\n\r\n" => Malformed("HTTP/1.1 request needs exactly one Host");
+    two_hosts_are_refused: b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n" => Malformed("HTTP/1.1 request needs exactly one Host");
+    host_with_userinfo_is_refused: b"GET / HTTP/1.1\r\nHost: u@a\r\n\r\n" => Malformed("invalid Host");
+    space_before_colon_is_refused: b"GET / HTTP/1.1\r\nHost : a\r\n\r\n" => Malformed("invalid header name");
+    obs_fold_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n" => Malformed("invalid header name");
+    nul_in_value_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n" => Malformed("invalid header value");
+    bare_cr_in_value_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n" => Malformed("invalid header value");
+    http2_is_not_supported: b"GET / HTTP/2.0\r\nHost: a\r\n\r\n" => ParseError::Version;
+    unknown_expectation_fails: b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n" => Expectation;
+    long_uri_is_too_long: &[b"GET /".as_slice(), &[b'a'; 100], b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat() => UriTooLong;
+    too_many_headers: b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\nF: 1\r\nG: 1\r\nH: 1\r\n\r\n" => HeadTooLarge;
+    length_over_the_limit_is_too_large: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n" => BodyTooLarge;
+}
+
+#[test]
+fn incomplete_heads_wait_for_more() {
+    let full = b"POST /p?q HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\n";
+    for cut in 0..full.len() {
+        assert_eq!(parse(&full[..cut]), Ok(None), "cut at {cut}");
+    }
+    assert!(parse(full).unwrap().is_some());
+}
+
+#[test]
+fn an_endless_request_line_is_414_before_the_buffer_fills() {
+    let line = [b'G'; 200];
+    assert_eq!(parse(&line), Err(UriTooLong));
+}
+
+#[test]
+fn an_endless_header_section_is_431() {
+    let mut head = b"GET / HTTP/1.1\r\nX: ".to_vec();
+    head.resize(1024, b'a');
+    assert_eq!(parse(&head), Err(HeadTooLarge));
+}
+
+#[test]
+fn head_records_positions_and_connection_options() {
+    let bytes = b"GET /a?b HTTP/1.0\r\nConnection: Keep-Alive, Upgrade\r\nX: y\r\n\r\nBODY";
+    let mut spans = Vec::new();
+    let head = parse_head(bytes, &limits(), &mut spans).unwrap().unwrap();
+    assert_eq!(head.len, bytes.len() - 4);
+    assert_eq!(
+        &bytes[head.target.0 as usize..][..head.target.1 as usize],
+        b"/a?b"
+    );
+    assert_eq!(head.version, Version::Http10);
+    assert_eq!(head.connection, ConnectionOption::KeepAlive);
+    assert!(head.upgrade);
+    assert_eq!(spans.len(), 2);
+    assert_eq!(
+        &bytes[spans[1].value.0 as usize..][..spans[1].value.1 as usize],
+        b"y"
+    );
+}
+
+#[test]
+fn close_wins_over_keep_alive() {
+    let head =
+        parse(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n");
+    assert_eq!(head.unwrap().unwrap().connection, ConnectionOption::Close);
+}
+
+#[test]
+fn expect_continue_is_ignored_for_http10() {
+    let v11 =
+        parse(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n");
+    assert!(v11.unwrap().unwrap().expect_continue);
+    let v10 = parse(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n");
+    assert!(!v10.unwrap().unwrap().expect_continue);
+}
+
+#[test]
+fn every_error_maps_to_its_status() {
+    let cases = [
+        (Malformed("x"), 400),
+        (HeadTooLarge, 431),
+        (UriTooLong, 414),
+        (ParseError::Version, 505),
+        (UnsupportedCoding, 501),
+        (Expectation, 417),
+        (BodyTooLarge, 413),
+    ];
+    for (err, status) in cases {
+        assert_eq!(err.status(), status, "{err:?}");
+    }
+}
+
+#[test]
+fn decimal_parsing_is_digits_only() {
+    assert_eq!(parse_decimal(b"0"), Some(0));
+    assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
+    for bad in [
+        &b""[..],
+        b"18446744073709551616",
+        b" 1",
+        b"1 ",
+        b"1_0",
+        b"\xff",
+    ] {
+        assert_eq!(parse_decimal(bad), None, "{bad:?}");
+    }
+}

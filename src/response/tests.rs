@@ -1,1 +1,172 @@
 use super::*;
+
+const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
+fn encode(resp: &Response, version: Version, is_head: bool, keep_alive: bool) -> String {
+    let framing = plan(resp, version, is_head).expect("valid response");
+    let mut out = Vec::new();
+    encode_head(resp, framing, keep_alive, version, DATE, &mut out);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn text_response_head() {
+    let resp = Response::text("hi");
+    assert_eq!(
+        encode(&resp, Version::Http11, false, true),
+        "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 2\r\n\r\n"
+    );
+}
+
+#[test]
+fn closing_and_http10_keep_alive_are_announced() {
+    let resp = Response::status(404);
+    assert!(
+        encode(&resp, Version::Http11, false, false)
+            .ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n")
+    );
+    assert!(
+        encode(&resp, Version::Http10, false, true)
+            .ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n")
+    );
+}
+
+#[test]
+fn handler_headers_are_written_in_order() {
+    let resp = Response::status(201)
+        .with_header("Location", "/x")
+        .with_header("X-A", "1");
+    let head = encode(&resp, Version::Http11, false, true);
+    assert!(head.starts_with("HTTP/1.1 201 Created\r\n"), "{head}");
+    assert!(head.contains("\r\nLocation: /x\r\nX-A: 1\r\n"), "{head}");
+}
+
+#[test]
+fn injected_line_breaks_make_the_response_invalid() {
+    let resp = Response::text("x").with_header("X-Evil", "a\r\nSet-Cookie: pwned=1");
+    assert!(plan(&resp, Version::Http11, false).is_err());
+    let resp = Response::text("x").with_header("Bad Name", "v");
+    assert!(plan(&resp, Version::Http11, false).is_err());
+    let resp = Response::text("x").with_header("X", "nul\0");
+    assert!(plan(&resp, Version::Http11, false).is_err());
+}
+
+#[test]
+fn status_out_of_range_is_invalid() {
+    assert!(plan(&Response::status(99), Version::Http11, false).is_err());
+    assert!(plan(&Response::status(1000), Version::Http11, false).is_err());
+    assert!(plan(&Response::text("x").with_status(42), Version::Http11, false).is_err());
+}
+
+#[test]
+fn framing_by_body_status_and_method() {
+    let v11 = Version::Http11;
+    let plan11 = |r: &Response| plan(r, v11, false).unwrap();
+    assert_eq!(plan11(&Response::text("abc")), Framing::Length(3));
+    assert_eq!(
+        plan11(&Response::reader(&b"abc"[..], None)),
+        Framing::Chunked
+    );
+    assert_eq!(
+        plan(&Response::reader(&b"abc"[..], None), Version::Http10, false),
+        Ok(Framing::CloseDelimited)
+    );
+    assert_eq!(
+        plan11(&Response::reader(&b"abc"[..], Some(3))),
+        Framing::Length(3)
+    );
+    assert_eq!(
+        plan11(&Response::text("x").with_status(204)),
+        Framing::None { announce: None }
+    );
+    assert_eq!(
+        plan11(&Response::status(101)),
+        Framing::None { announce: None }
+    );
+    assert_eq!(
+        plan11(&Response::status(304)),
+        Framing::None { announce: None }
+    );
+    assert_eq!(
+        plan(&Response::text("abc"), v11, true),
+        Ok(Framing::None { announce: Some(3) })
+    );
+}
+
+#[test]
+fn head_keeps_a_declared_length() {
+    let resp = Response::status(200).with_header("Content-Length", "1234");
+    assert_eq!(
+        plan(&resp, Version::Http11, true),
+        Ok(Framing::None {
+            announce: Some(1234)
+        })
+    );
+    assert!(encode(&resp, Version::Http11, true, true).contains("Content-Length: 1234\r\n"));
+}
+
+#[test]
+fn declared_length_must_match_a_known_body() {
+    let resp = Response::text("abc").with_header("Content-Length", "3");
+    assert_eq!(plan(&resp, Version::Http11, false), Ok(Framing::Length(3)));
+    let resp = Response::text("abc").with_header("Content-Length", "4");
+    assert!(plan(&resp, Version::Http11, false).is_err());
+    let resp = Response::text("abc").with_header("Content-Length", "x");
+    assert!(plan(&resp, Version::Http11, false).is_err());
+}
+
+#[test]
+fn declared_length_frames_a_reader_of_unknown_length() {
+    let resp = Response::reader(&b"abc"[..], None).with_header("Content-Length", "3");
+    assert_eq!(plan(&resp, Version::Http11, false), Ok(Framing::Length(3)));
+}
+
+#[test]
+fn handler_transfer_encoding_is_ignored() {
+    let resp = Response::text("abc").with_header("Transfer-Encoding", "chunked");
+    let head = encode(&resp, Version::Http11, false, true);
+    assert!(!head.contains("Transfer-Encoding"), "{head}");
+    assert!(head.contains("Content-Length: 3"), "{head}");
+}
+
+#[test]
+fn connection_close_header_closes() {
+    let resp = Response::text("x").with_header("Connection", "close");
+    assert!(resp.close);
+    assert!(resp.headers.is_empty());
+}
+
+#[test]
+fn a_handler_date_replaces_ours() {
+    let resp = Response::status(200).with_header("Date", "Mon, 01 Jan 2001 00:00:00 GMT");
+    let head = encode(&resp, Version::Http11, false, true);
+    assert_eq!(head.matches("Date:").count(), 1, "{head}");
+    assert!(head.contains("2001"));
+}
+
+#[test]
+fn no_content_type_on_bodyless_statuses() {
+    let head = encode(
+        &Response::text("x").with_status(304),
+        Version::Http11,
+        false,
+        true,
+    );
+    assert!(!head.contains("Content-Type"), "{head}");
+}
+
+#[test]
+fn debug_redacts_cookies() {
+    let resp = Response::status(200).with_header("Set-Cookie", "session=secret");
+    let shown = format!("{resp:?}");
+    assert!(!shown.contains("secret"), "{shown}");
+}
+
+#[test]
+fn decimal_encoding() {
+    for n in [0u64, 7, 10, 12345, u64::MAX] {
+        let mut out = Vec::new();
+        push_u64(&mut out, n);
+        assert_eq!(out, n.to_string().as_bytes());
+    }
+}
