@@ -10,7 +10,8 @@
 
 use httpool::{Request, Response, Server};
 
-fn testolope(req: &mut Request) -> Response {
+/// The handler: also used by the socket tests.
+pub fn testolope(req: &mut Request) -> Response {
     let body = Response::text("Testolope").with_content_type("text/plain");
     match req.path() {
         "/testolope" => body,

@@ -237,6 +237,7 @@ fn finish<T: Transport, H: ?Sized>(
 ) -> Next {
     if let Some(code) = status {
         conn.requests += 1;
+        cx.counters.requests(1);
         let date = *cx.scratch.date.now();
         let resp = Response::error(code);
         let framing = Framing::Length(crate::status::reason(code).len() as u64);
@@ -298,6 +299,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     let end = body.finish();
     conn.consumed(head_end + end.pos, head_end + end.end);
     conn.requests += 1;
+    cx.counters.requests(1);
     if let Some(e) = end.error {
         match e {
             BodyError::TimedOut => cx.counters.timeout(),

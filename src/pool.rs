@@ -44,7 +44,6 @@ fn work<H: Handler>(shared: &Shared, handler: &H, queue: &Receiver<Conn>, mut wa
     let mut scratch = Scratch::new(&shared.config);
     while let Ok(mut conn) = queue.recv() {
         shared.wake_poller_if_waiting();
-        let before = conn.state.requests;
         let next = {
             let mut io = Socket {
                 stream: &mut conn.stream,
@@ -70,7 +69,6 @@ fn work<H: Handler>(shared: &Shared, handler: &H, queue: &Receiver<Conn>, mut wa
                 Next::Close
             })
         };
-        shared.counters.requests(conn.state.requests - before);
         match next {
             Next::Park if !shared.stopping.load(Ordering::Relaxed) => shared.park(conn),
             _ => shared.close(conn),

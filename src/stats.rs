@@ -66,9 +66,7 @@ impl Counters {
         self.closed.bump();
     }
     pub(crate) fn requests(&self, n: u64) {
-        if n > 0 {
-            self.requests.0.fetch_add(n, Relaxed);
-        }
+        self.requests.0.fetch_add(n, Relaxed);
     }
     pub(crate) fn parse_error(&self) {
         self.parse_errors.bump();

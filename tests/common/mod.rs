@@ -1,0 +1,100 @@
+//! A raw HTTP/1.1 client for tests: exact bytes out, parsed responses in.
+#![allow(dead_code)] // Each test binary uses a different part.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// Safety net only: a test that would hang fails after this instead.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+pub fn connect(addr: SocketAddr) -> BufReader<TcpStream> {
+    let stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    BufReader::new(stream)
+}
+
+pub fn send(conn: &mut BufReader<TcpStream>, bytes: &[u8]) {
+    conn.get_mut().write_all(bytes).expect("send");
+}
+
+/// One response: status, headers (lower-cased names), body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one response framed by Content-Length or chunked (no body for HEAD
+/// when `head` is set).
+pub fn read_reply(conn: &mut BufReader<TcpStream>, head: bool) -> io::Result<Reply> {
+    let mut line = String::new();
+    if conn.read_line(&mut line)? == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        conn.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (n, v) = l.split_once(':').expect("header line");
+        headers.push((n.to_ascii_lowercase(), v.trim().to_string()));
+    }
+    let mut reply = Reply {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    if head || status < 200 || status == 204 || status == 304 {
+        return Ok(reply);
+    }
+    if let Some(len) = reply.header("content-length") {
+        let mut body = vec![0; len.parse().unwrap()];
+        conn.read_exact(&mut body)?;
+        reply.body = body;
+    } else if reply.header("transfer-encoding") == Some("chunked") {
+        loop {
+            line.clear();
+            conn.read_line(&mut line)?;
+            let size = usize::from_str_radix(line.trim_end(), 16).unwrap();
+            let mut chunk = vec![0; size + 2];
+            conn.read_exact(&mut chunk)?;
+            if size == 0 {
+                break;
+            }
+            reply.body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        conn.read_to_end(&mut reply.body)?;
+    }
+    Ok(reply)
+}
+
+/// True when the server has closed: the next read returns end of stream.
+pub fn closed(conn: &mut BufReader<TcpStream>) -> bool {
+    let mut rest = Vec::new();
+    matches!(conn.read_to_end(&mut rest), Ok(_) if rest.is_empty())
+}
+
+pub fn get(path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
+}

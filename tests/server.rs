@@ -1,0 +1,283 @@
+//! The server over real sockets on 127.0.0.1.
+
+mod common;
+
+use std::io::Read;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{PATIENCE, closed, connect, get, read_reply, send};
+use httpool::{Request, Response, Server, ServerHandle};
+
+#[allow(dead_code)] // `main` is the example's, not ours.
+#[path = "../examples/testolope.rs"]
+mod testolope;
+
+fn testolope_server(workers: usize) -> ServerHandle {
+    Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(workers)
+        .spawn(testolope::testolope)
+        .unwrap()
+}
+
+#[test]
+fn testolope_answers_and_keeps_the_connection() {
+    let server = testolope_server(2);
+    let mut conn = connect(server.local_addr());
+    for _ in 0..3 {
+        send(&mut conn, &get("/testolope"));
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body, b"Testolope");
+        assert_eq!(reply.header("content-type"), Some("text/plain"));
+        assert_eq!(reply.header("content-length"), Some("9"));
+        assert_eq!(reply.header("connection"), None);
+        assert!(reply.header("date").is_some_and(|d| d.ends_with(" GMT")));
+    }
+    assert!(server.shutdown());
+}
+
+#[test]
+fn testolope_nokeepalive_closes() {
+    let server = testolope_server(2);
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/testolope-nokeepalive"));
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, &reply.body[..]), (200, &b"Testolope"[..]));
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(closed(&mut conn));
+    assert!(server.shutdown());
+}
+
+#[test]
+fn unknown_paths_are_404() {
+    let server = testolope_server(1);
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/nope"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().status, 404);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn exact_bytes_of_a_keep_alive_response() {
+    let server = testolope_server(1);
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/testolope"));
+    let mut raw = vec![0u8; 4096];
+    let mut got = 0;
+    while !raw[..got].ends_with(b"Testolope") {
+        got += conn.get_mut().read(&mut raw[got..]).unwrap();
+    }
+    let text = String::from_utf8(raw[..got].to_vec()).unwrap();
+    let (before, after) = text.split_once("Date: ").unwrap();
+    assert_eq!(before, "HTTP/1.1 200 OK\r\n");
+    assert_eq!(
+        &after[29..],
+        "\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nTestolope"
+    );
+    assert!(server.shutdown());
+}
+
+#[test]
+fn three_pipelined_requests_get_three_ordered_responses() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &[get("/a"), get("/b"), get("/c")].concat());
+    for want in ["/a", "/b", "/c"] {
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body, want.as_bytes());
+    }
+    assert!(server.shutdown());
+}
+
+#[test]
+fn idle_keep_alive_connections_hold_no_worker() {
+    const WORKERS: usize = 2;
+    let server = testolope_server(WORKERS);
+    let addr = server.local_addr();
+    // N + 10 clients, each served once and then left idle on a kept-alive
+    // connection.
+    let mut idle = Vec::new();
+    for _ in 0..WORKERS + 10 {
+        let mut conn = connect(addr);
+        send(&mut conn, &get("/testolope"));
+        assert_eq!(read_reply(&mut conn, false).unwrap().status, 200);
+        idle.push(conn);
+    }
+    let mut fresh = connect(addr);
+    fresh
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    send(&mut fresh, &get("/testolope"));
+    let reply = read_reply(&mut fresh, false).expect("served within 1 s despite idle connections");
+    assert_eq!(reply.status, 200);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_client_sending_half_a_head_holds_no_worker() {
+    let server = testolope_server(1);
+    let addr = server.local_addr();
+    let mut slow = Vec::new();
+    for _ in 0..5 {
+        let mut conn = connect(addr);
+        send(&mut conn, b"GET /testolope HTTP/1.1\r\nHost: te");
+        slow.push(conn);
+    }
+    let mut fresh = connect(addr);
+    fresh
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    send(&mut fresh, &get("/testolope"));
+    assert_eq!(
+        read_reply(&mut fresh, false)
+            .expect("served within 1 s")
+            .status,
+        200
+    );
+    // The slow clients finish their heads and are served too.
+    for conn in &mut slow {
+        send(conn, b"st\r\n\r\n");
+        assert_eq!(read_reply(conn, false).unwrap().status, 200);
+    }
+    assert!(server.shutdown());
+}
+
+#[test]
+fn handler_panics_get_500_and_the_workers_live_on() {
+    const WORKERS: usize = 2;
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(WORKERS)
+        .spawn(|req: &mut Request| match req.path() {
+            "/panic" => panic!("handler failure on purpose"),
+            _ => Response::text("fine"),
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    for _ in 0..WORKERS + 5 {
+        let mut conn = connect(addr);
+        send(&mut conn, &get("/panic"));
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!(reply.status, 500);
+        assert_eq!(reply.header("connection"), Some("close"));
+        assert!(closed(&mut conn));
+    }
+    let mut conn = connect(addr);
+    send(&mut conn, &get("/ok"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"fine");
+    assert_eq!(server.stats().panics, (WORKERS + 5) as u64);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn head_requests_get_headers_only() {
+    let server = testolope_server(1);
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"HEAD /testolope HTTP/1.1\r\nHost: t\r\n\r\n");
+    let reply = read_reply(&mut conn, true).unwrap();
+    assert_eq!(reply.header("content-length"), Some("9"));
+    // The next response starts right after the head: no body was sent.
+    send(&mut conn, &get("/testolope"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"Testolope");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn http10_closes_unless_kept_alive() {
+    let server = testolope_server(1);
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"GET /testolope HTTP/1.0\r\n\r\n");
+    assert_eq!(
+        read_reply(&mut conn, false).unwrap().header("connection"),
+        Some("close")
+    );
+    assert!(closed(&mut conn));
+    let mut conn = connect(server.local_addr());
+    send(
+        &mut conn,
+        b"GET /testolope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    );
+    assert_eq!(
+        read_reply(&mut conn, false).unwrap().header("connection"),
+        Some("keep-alive")
+    );
+    send(
+        &mut conn,
+        b"GET /testolope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    );
+    assert_eq!(read_reply(&mut conn, false).unwrap().status, 200);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_blocking_handler_holds_only_its_own_worker() {
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    let mut blocked = connect(server.local_addr());
+    send(&mut blocked, &get("/block"));
+    let mut other = connect(server.local_addr());
+    send(&mut other, &get("/quick"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
+    release_tx.send(()).unwrap();
+    assert_eq!(read_reply(&mut blocked, false).unwrap().body, b"done");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn request_bodies_reach_the_handler() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(|req: &mut Request| match req.read_body(1 << 20) {
+            Ok(body) => Response::bytes(body),
+            Err(_) => Response::status(400),
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(
+        &mut conn,
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel",
+    );
+    send(&mut conn, b"lo");
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"hello");
+    send(
+        &mut conn,
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    );
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"abc");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn stats_count_connections_and_requests() {
+    let server = testolope_server(1);
+    let mut conn = connect(server.local_addr());
+    for _ in 0..3 {
+        send(&mut conn, &get("/testolope"));
+        read_reply(&mut conn, false).unwrap();
+    }
+    let stats = server.stats();
+    assert_eq!(stats.accepted, 1);
+    assert_eq!(stats.requests, 3);
+    assert_eq!(stats.open, 1);
+    assert!(server.shutdown());
+}

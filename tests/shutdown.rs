@@ -1,0 +1,42 @@
+//! Shutdown leaves no thread behind. Alone in its binary so that no other
+//! test's server threads are counted.
+
+mod common;
+
+use common::{closed, connect, get, read_reply, send};
+use httpool::{Request, Response, Server};
+
+/// Threads of this process whose name starts with `httpool`.
+#[cfg(target_os = "linux")]
+fn httpool_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("httpool"))
+        .count()
+}
+
+#[test]
+fn shutdown_closes_idle_connections_and_joins_every_thread() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(3)
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    let mut idle = connect(server.local_addr());
+    send(&mut idle, &get("/"));
+    assert_eq!(read_reply(&mut idle, false).unwrap().status, 200);
+    // A thread names itself once it runs; the poller and one worker have.
+    #[cfg(target_os = "linux")]
+    assert!(httpool_threads() >= 2);
+    assert!(
+        server.shutdown(),
+        "every thread joined within the grace period"
+    );
+    assert!(
+        closed(&mut idle),
+        "the idle keep-alive connection was closed"
+    );
+    #[cfg(target_os = "linux")]
+    assert_eq!(httpool_threads(), 0);
+}
