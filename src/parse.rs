@@ -39,9 +39,10 @@ pub(crate) enum BodyKind {
 }
 
 /// What the request's `Connection` header asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum ConnectionOption {
     /// No `close` or `keep-alive` token: the version's default applies.
+    #[default]
     Default,
     Close,
     KeepAlive,
@@ -137,7 +138,7 @@ pub(crate) fn parse_head(
             value: span(buf, h.value),
         });
     }
-    let body = framing.body_kind(version, limits)?;
+    let body = framing.body_kind(limits)?;
     if version == Version::Http11 && framing.hosts != 1 {
         return Err(ParseError::Malformed(
             "HTTP/1.1 request needs exactly one Host",
@@ -199,12 +200,6 @@ struct Framing {
     connection: ConnectionOption,
     upgrade: bool,
     expect_continue: bool,
-}
-
-impl Default for ConnectionOption {
-    fn default() -> Self {
-        ConnectionOption::Default
-    }
 }
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
@@ -307,8 +302,7 @@ impl Framing {
     /// RFC 9112 §6.3, in order: chunked TE frames the body; TE with CL is an
     /// error here (a server MAY reject it and must close after it anyway);
     /// TE not ending in chunked is a 400; else Content-Length; else empty.
-    fn body_kind(&self, version: Version, limits: &Limits) -> Result<BodyKind, ParseError> {
-        let _ = version;
+    fn body_kind(&self, limits: &Limits) -> Result<BodyKind, ParseError> {
         match (self.transfer_encoding, self.content_length) {
             (TransferEncoding::Absent, None) => Ok(BodyKind::Empty),
             (TransferEncoding::Absent, Some(n)) if n > limits.max_body_bytes => {

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The checks every change must pass: formatting, lints, the test suite, docs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
+cargo test
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
