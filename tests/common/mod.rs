@@ -92,7 +92,7 @@ pub fn read_reply(conn: &mut BufReader<TcpStream>, head: bool) -> io::Result<Rep
 /// True when the server has closed: the next read returns end of stream.
 pub fn closed(conn: &mut BufReader<TcpStream>) -> bool {
     let mut rest = Vec::new();
-    matches!(conn.read_to_end(&mut rest), Ok(_) if rest.is_empty())
+    conn.read_to_end(&mut rest).is_ok() && rest.is_empty()
 }
 
 pub fn get(path: &str) -> Vec<u8> {
