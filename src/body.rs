@@ -5,7 +5,7 @@
 //! follows in the connection's buffer is the next request, untouched.
 
 use std::io::{self, Read};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::io::{Transport, read_wait, write_all_wait};
 use crate::parse::BodyKind;
@@ -200,11 +200,12 @@ enum Framing {
 
 /// A request body as `impl Read`.
 ///
-/// Reads wait for the client up to the server's body read timeout. The first
-/// read sends `100 Continue` when the client asked for it. Errors: the
-/// framing was malformed or over the size limit (`InvalidData`), the client
-/// was too slow (`TimedOut`), or it went away (`UnexpectedEof`); after an
-/// error the server answers with the matching status and closes.
+/// Each read waits for the client up to the server's body read timeout, and
+/// the whole body must arrive within the body timeout. The first read sends
+/// `100 Continue` when the client asked for it. Errors: the framing was
+/// malformed or over the size limit (`InvalidData`), the client was too slow
+/// (`TimedOut`), or it went away (`UnexpectedEof`); after an error the server
+/// answers with the matching status (400, 413, 408) and closes.
 pub struct Body<'a> {
     io: &'a mut dyn Transport,
     /// The connection's buffer after the head: `buf[pos..end]` are bytes
@@ -214,10 +215,22 @@ pub struct Body<'a> {
     end: usize,
     framing: Framing,
     received: u64,
-    limit: u64,
-    timeout: Duration,
+    bounds: BodyBounds,
+    /// When the whole body must have arrived; set by the first socket read.
+    deadline: Option<Instant>,
     send_continue: bool,
     error: Option<BodyError>,
+}
+
+/// The bounds one body is read under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyBounds {
+    /// Most body bytes.
+    pub(crate) limit: u64,
+    /// Longest wait for one read.
+    pub(crate) read_timeout: Duration,
+    /// Longest time for the whole body, from the first read that waits.
+    pub(crate) total_timeout: Duration,
 }
 
 /// What the connection needs to know once the handler is done with a body.
@@ -231,14 +244,12 @@ pub(crate) struct BodyEnd {
 }
 
 impl<'a> Body<'a> {
-    #[allow(clippy::too_many_arguments)] // One constructor, called from one place.
     pub(crate) fn new(
         kind: BodyKind,
         io: &'a mut dyn Transport,
         buf: &'a mut [u8],
         end: usize,
-        limit: u64,
-        timeout: Duration,
+        bounds: BodyBounds,
         expect_continue: bool,
     ) -> Body<'a> {
         let framing = match kind {
@@ -254,8 +265,8 @@ impl<'a> Body<'a> {
             end,
             framing,
             received: 0,
-            limit,
-            timeout,
+            bounds,
+            deadline: None,
             send_continue,
             error: None,
         }
@@ -290,7 +301,20 @@ impl<'a> Body<'a> {
 
     fn send_continue(&mut self) -> io::Result<()> {
         self.send_continue = false;
-        write_all_wait(self.io, CONTINUE, self.timeout).map_err(|e| self.io_error(e))
+        let timeout = self.wait_budget()?;
+        write_all_wait(self.io, CONTINUE, timeout).map_err(|e| self.io_error(e))
+    }
+
+    /// How long the next socket operation may wait: the read timeout, cut
+    /// short by what is left of the whole-body deadline.
+    fn wait_budget(&mut self) -> io::Result<Duration> {
+        let now = Instant::now();
+        let deadline = *self.deadline.get_or_insert(now + self.bounds.total_timeout);
+        let left = deadline.saturating_duration_since(now);
+        if left.is_zero() {
+            return Err(self.fail(BodyError::TimedOut));
+        }
+        Ok(left.min(self.bounds.read_timeout))
     }
 
     fn read_length(&mut self, out: &mut [u8], left: u64) -> io::Result<usize> {
@@ -303,7 +327,8 @@ impl<'a> Body<'a> {
         } else {
             // Nothing buffered: read straight into the caller's buffer, never
             // past the end of this body.
-            match read_wait(self.io, &mut out[..want], self.timeout) {
+            let timeout = self.wait_budget()?;
+            match read_wait(self.io, &mut out[..want], timeout) {
                 Ok(0) => return Err(self.fail(BodyError::Io)),
                 Ok(n) => n,
                 Err(e) => return Err(self.io_error(e)),
@@ -343,7 +368,8 @@ impl<'a> Body<'a> {
     fn fill(&mut self) -> io::Result<()> {
         self.pos = 0;
         self.end = 0;
-        match read_wait(self.io, self.buf, self.timeout) {
+        let timeout = self.wait_budget()?;
+        match read_wait(self.io, self.buf, timeout) {
             Ok(0) => Err(self.fail(BodyError::Io)),
             Ok(n) => {
                 self.end = n;
@@ -399,7 +425,7 @@ impl Read for Body<'_> {
             Framing::Chunked(_) => self.read_chunked(out)?,
         };
         self.received += n as u64;
-        if self.received > self.limit {
+        if self.received > self.bounds.limit {
             return Err(self.fail(BodyError::TooLarge));
         }
         Ok(n)

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::body::BodyBounds;
 use crate::parse::Limits;
 
 /// Default worker count: twice the available cores (handlers may block), at
@@ -21,6 +22,10 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time one read of a request body may wait for the client.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a whole request body may take to arrive, from the first read
+/// that waits for the client (so a client trickling a byte just often enough
+/// to beat the per-read timeout still cannot hold a worker for long).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time one write may wait for the client to take bytes.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time `shutdown` lets in-flight requests finish.
@@ -49,6 +54,7 @@ pub(crate) struct Config {
     pub(crate) idle_timeout: Duration,
     pub(crate) head_timeout: Duration,
     pub(crate) body_read_timeout: Duration,
+    pub(crate) body_timeout: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
@@ -64,6 +70,7 @@ impl Default for Config {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             head_timeout: DEFAULT_HEAD_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
@@ -78,6 +85,14 @@ impl Default for Config {
 }
 
 impl Config {
+    pub(crate) fn body_bounds(&self) -> BodyBounds {
+        BodyBounds {
+            limit: self.limits.max_body_bytes,
+            read_timeout: self.body_read_timeout,
+            total_timeout: self.body_timeout,
+        }
+    }
+
     /// Size of a connection's read buffer while a worker serves it.
     pub(crate) fn read_buffer_size(&self) -> usize {
         self.limits.max_head_bytes + BODY_SLACK

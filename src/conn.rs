@@ -281,16 +281,8 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         out, spans, date, ..
     } = &mut *cx.scratch;
     let (before, rest) = conn.buf.split_at_mut(head_end);
-    let limits = &cx.config.limits;
-    let body = Body::new(
-        head.body,
-        io,
-        rest,
-        buffered_body,
-        limits.max_body_bytes,
-        cx.config.body_read_timeout,
-        head.expect_continue,
-    );
+    let bounds = cx.config.body_bounds();
+    let body = Body::new(head.body, io, rest, buffered_body, bounds, head.expect_continue);
     let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, body);
     let is_head = req.method() == "HEAD";
     let resp = call(cx.handler, &mut req, cx.peer, cx.counters);

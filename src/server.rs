@@ -110,6 +110,15 @@ impl Server {
         self
     }
 
+    /// How long a whole request body may take to arrive, from the first read
+    /// that waits; then reads fail with `TimedOut`, the client gets `408` and
+    /// the connection closes. Default:
+    /// [`DEFAULT_BODY_TIMEOUT`](crate::DEFAULT_BODY_TIMEOUT).
+    pub fn body_timeout(mut self, d: Duration) -> Server {
+        self.config.body_timeout = d;
+        self
+    }
+
     /// How long one write waits for the client to take bytes; then the
     /// connection closes. Default:
     /// [`DEFAULT_WRITE_TIMEOUT`](crate::DEFAULT_WRITE_TIMEOUT).

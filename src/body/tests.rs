@@ -117,15 +117,12 @@ fn body_over<'a>(
     expect: bool,
 ) -> Body<'a> {
     buf[..buffered.len()].copy_from_slice(buffered);
-    Body::new(
-        kind,
-        io,
-        buf,
-        buffered.len(),
+    let bounds = BodyBounds {
         limit,
-        Duration::from_millis(10),
-        expect,
-    )
+        read_timeout: Duration::from_millis(10),
+        total_timeout: Duration::from_secs(60),
+    };
+    Body::new(kind, io, buf, buffered.len(), bounds, expect)
 }
 
 #[test]
@@ -226,4 +223,16 @@ fn drain_gives_up_past_its_bound() {
         false,
     );
     assert!(!body.drain(100));
+}
+
+#[test]
+fn the_whole_body_has_a_deadline() {
+    let mut io = Script::new(&[b"a", b"b"]);
+    io.patient = true;
+    let mut buf = [0u8; 64];
+    let bounds = BodyBounds { limit: 100, read_timeout: Duration::from_secs(10), total_timeout: Duration::ZERO };
+    let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);
+    let err = body.read(&mut [0; 8]).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(body.finish().error, Some(BodyError::TimedOut));
 }
