@@ -43,6 +43,23 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 /// the connection can be reused; past it the connection is closed instead.
 pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 64 * 1024;
 
+/// What the server does with new connections while it is saturated: the
+/// work queue is full or `max_connections` are open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Overload {
+    /// Stop accepting: new clients wait in the kernel's listen backlog until
+    /// there is room (the default; nothing is refused while the backlog
+    /// lasts).
+    #[default]
+    Wait,
+    /// Accept and answer `503 Service Unavailable` with `Retry-After` (whole
+    /// seconds) and `Connection: close`, so clients learn at once.
+    Reject {
+        /// The `Retry-After` value.
+        retry_after: Duration,
+    },
+}
+
 /// Room after a full head so a body reader always has buffer space.
 const BODY_SLACK: usize = 4096;
 
@@ -58,6 +75,7 @@ pub(crate) struct Config {
     pub(crate) write_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
+    pub(crate) overload: Overload,
     pub(crate) limits: Limits,
 }
 
@@ -74,6 +92,7 @@ impl Default for Config {
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
+            overload: Overload::Wait,
             limits: Limits {
                 max_head_bytes: DEFAULT_MAX_HEAD_BYTES,
                 max_headers: DEFAULT_MAX_HEADERS,

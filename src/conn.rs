@@ -107,6 +107,17 @@ impl ConnState {
         }
     }
 
+    /// Moves unparsed bytes to the front of the buffer, so the space after a
+    /// head (at most `max_head_bytes`) is at least the 4 KiB of slack a body
+    /// reader needs. Offsets from `parse_head` are relative to `start`, so
+    /// they stay valid.
+    fn make_body_room(&mut self) {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+    }
+
     fn consumed(&mut self, to: usize, end: usize) {
         (self.start, self.end) = if to == end { (0, 0) } else { (to, end) };
         self.head_started = None;
@@ -265,8 +276,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     cx: &mut Ctx<'_, H>,
     head: Head,
 ) -> bool {
-    let head_end = conn.start + head.len;
-    let buffered_body = conn.end - head_end;
+    let buffered_body = conn.end - conn.start - head.len;
     let needs_socket = match head.body {
         BodyKind::Empty => false,
         BodyKind::Length(n) => n > buffered_body as u64,
@@ -277,12 +287,25 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     if needs_socket && flush(io, cx).is_err() {
         return false;
     }
+    if needs_socket {
+        conn.make_body_room();
+    }
+    let head_end = conn.start + head.len;
     let Scratch {
         out, spans, date, ..
     } = &mut *cx.scratch;
     let (before, rest) = conn.buf.split_at_mut(head_end);
     let bounds = cx.config.body_bounds();
-    let body = Body::new(head.body, io, rest, buffered_body, bounds, head.expect_continue);
+    let body = Body::new(
+        head.body,
+        io,
+        rest,
+        buffered_body,
+        bounds,
+        // A body that is already here needs no `100 Continue` (RFC 9110
+        // §10.1.1), and one sent now could overtake queued responses.
+        head.expect_continue && needs_socket,
+    );
     let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, body);
     let is_head = req.method() == "HEAD";
     let resp = call(cx.handler, &mut req, cx.peer, cx.counters);

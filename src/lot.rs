@@ -7,7 +7,7 @@
 //! closes a socket a worker is still registering.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -119,6 +119,8 @@ pub(crate) struct Shared {
     /// The poller waits for queue room or a free connection slot: the next
     /// worker to make some wakes it.
     pub(crate) poller_waiting: AtomicBool,
+    /// Readable connections waiting in the poller for queue room.
+    pub(crate) backlog: AtomicUsize,
     pub(crate) counters: Counters,
 }
 
@@ -138,6 +140,7 @@ impl Shared {
             lot: Mutex::new(lot),
             stopping: AtomicBool::new(false),
             poller_waiting: AtomicBool::new(false),
+            backlog: AtomicUsize::new(0),
             counters: Counters::default(),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use crossbeam_channel::{SendTimeoutError, Sender, TrySendError};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 
+use crate::config::Overload;
 use crate::date::DateCache;
 use crate::lot::{Conn, LISTENER, Shared, WAKER, token};
 use crate::request::Version;
@@ -78,6 +79,9 @@ impl Poller {
             self.dispatch_backlog();
             self.expire(Instant::now());
             self.accept();
+            self.shared
+                .backlog
+                .store(self.backlog.len(), Ordering::Relaxed);
         }
         self.shut_down();
     }
@@ -206,16 +210,21 @@ impl Poller {
         let _ = conn.stream.write(&out);
     }
 
-    fn can_accept(&self, now: Instant) -> bool {
-        let paused = self.accept_paused_until.is_some_and(|until| now < until);
-        self.listener_ready && !paused && self.backlog.is_empty()
+    /// Queue full or too many connections open.
+    fn saturated(&self) -> bool {
+        !self.backlog.is_empty() || self.shared.lock().open() >= self.shared.config.max_connections
     }
 
     fn accept(&mut self) {
         let now = Instant::now();
-        while self.can_accept(now) {
-            if self.shared.lock().open() >= self.shared.config.max_connections {
-                // Wait in the kernel backlog until a connection closes.
+        if self.accept_paused_until.is_some_and(|until| now < until) {
+            return;
+        }
+        while self.listener_ready {
+            let saturated = self.saturated();
+            if saturated && self.shared.config.overload == Overload::Wait {
+                // Clients wait in the kernel backlog until a worker or a
+                // connection slot frees up and wakes us.
                 self.shared.poller_waiting.store(true, Ordering::Release);
                 return;
             }
@@ -223,6 +232,7 @@ impl Poller {
                 return;
             };
             match listener.accept() {
+                Ok((stream, peer)) if saturated => self.reject(stream, peer),
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     if let Err(e) = self.shared.admit(stream, peer, now) {
@@ -237,9 +247,38 @@ impl Poller {
                     log::warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
                     self.shared.counters.io_error();
                     self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
+                    return;
                 }
             }
         }
+    }
+
+    /// `503` + `Retry-After` + close for a connection accepted while
+    /// saturated. What the client already sent is read first so that the
+    /// close does not reset the connection under the response.
+    fn reject(&mut self, mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
+        let Overload::Reject { retry_after } = self.shared.config.overload else {
+            return;
+        };
+        let mut sink = [0u8; 4096];
+        while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        let mut resp = Response::error(503);
+        resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
+        let mut out = Vec::with_capacity(192);
+        let reason = crate::status::reason(503);
+        encode_head(
+            &resp,
+            Framing::Length(reason.len() as u64),
+            false,
+            Version::Http11,
+            self.date.now(),
+            &mut out,
+        );
+        out.extend_from_slice(reason.as_bytes());
+        let _ = stream.write(&out);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        log::debug!("{peer}: saturated; answered 503");
+        self.shared.counters.rejected();
     }
 
     /// Stop accepting, close idle connections, hand what is queued to the
@@ -247,6 +286,15 @@ impl Poller {
     fn shut_down(mut self) {
         if let Some(mut listener) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut listener);
+        }
+        // Requests that already arrived on parked connections are served
+        // (with `Connection: close`) rather than dropped.
+        if self
+            .poll
+            .poll(&mut self.events, Some(Duration::ZERO))
+            .is_ok()
+        {
+            self.wake_ready();
         }
         let idle = {
             let mut lot = self.shared.lock();

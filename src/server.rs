@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, bounded};
 use mio::{Poll, Waker};
 
-use crate::config::Config;
+use crate::config::{Config, Overload};
 use crate::handler::Handler;
 use crate::lot::{Shared, WAKER};
 use crate::parse::MAX_HEADERS_CAP;
@@ -84,6 +84,13 @@ impl Server {
     /// [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS).
     pub fn max_connections(mut self, n: usize) -> Server {
         self.config.max_connections = n.clamp(1, u32::MAX as usize / 2);
+        self
+    }
+
+    /// What happens to new connections while the server is saturated (queue
+    /// full or `max_connections` open). Default: [`Overload::Wait`].
+    pub fn overload(mut self, policy: Overload) -> Server {
+        self.config.overload = policy;
         self
     }
 
@@ -244,7 +251,10 @@ impl ServerHandle {
     /// Live counters; see [`Stats`].
     pub fn stats(&self) -> Stats {
         let parked = self.shared.lock().parked;
-        self.shared.counters.snapshot(parked, self.queue.len())
+        let waiting = self.shared.backlog.load(Ordering::Relaxed);
+        self.shared
+            .counters
+            .snapshot(parked, self.queue.len() + waiting)
     }
 
     /// Stops the server gracefully and waits for it: stop accepting, close

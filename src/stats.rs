@@ -17,7 +17,8 @@ pub struct Stats {
     pub parked: u64,
     /// Open connections queued for or held by a worker.
     pub active: u64,
-    /// Connections waiting in the work queue.
+    /// Readable connections waiting for a worker (in the work queue, or held
+    /// by the poller while the queue is full).
     pub queued: u64,
     /// Responses written (error responses included).
     pub requests: u64,
@@ -29,6 +30,9 @@ pub struct Stats {
     pub panics: u64,
     /// Accept and socket errors other than timeouts.
     pub io_errors: u64,
+    /// Connections answered `503` because the server was saturated
+    /// ([`Overload::Reject`](crate::Overload::Reject)).
+    pub rejected: u64,
 }
 
 /// The counters behind [`Stats`]; one cache line each so that workers
@@ -42,6 +46,7 @@ pub(crate) struct Counters {
     timeouts: Padded,
     panics: Padded,
     io_errors: Padded,
+    rejected: Padded,
 }
 
 #[derive(Debug, Default)]
@@ -80,6 +85,9 @@ impl Counters {
     pub(crate) fn io_error(&self) {
         self.io_errors.bump();
     }
+    pub(crate) fn rejected(&self) {
+        self.rejected.bump();
+    }
 
     pub(crate) fn snapshot(&self, parked: usize, queued: usize) -> Stats {
         let accepted = self.accepted.get();
@@ -95,6 +103,7 @@ impl Counters {
             timeouts: self.timeouts.get(),
             panics: self.panics.get(),
             io_errors: self.io_errors.get(),
+            rejected: self.rejected.get(),
         }
     }
 }

@@ -230,7 +230,11 @@ fn the_whole_body_has_a_deadline() {
     let mut io = Script::new(&[b"a", b"b"]);
     io.patient = true;
     let mut buf = [0u8; 64];
-    let bounds = BodyBounds { limit: 100, read_timeout: Duration::from_secs(10), total_timeout: Duration::ZERO };
+    let bounds = BodyBounds {
+        limit: 100,
+        read_timeout: Duration::from_secs(10),
+        total_timeout: Duration::ZERO,
+    };
     let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);
     let err = body.read(&mut [0; 8]).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::TimedOut);
