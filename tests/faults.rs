@@ -1,0 +1,368 @@
+//! Scale and faults over real sockets: saturation under both overload
+//! policies, the connection cap, descriptor exhaustion, shutdown under load,
+//! and thousands of idle connections.
+
+mod common;
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{PATIENCE, closed, connect, get, read_reply, send};
+use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
+
+/// Spins (yielding) until `cond` holds on the server's stats; fails after
+/// the safety-net patience.
+fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond(&server.stats()) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {:?}",
+            server.stats()
+        );
+        thread::yield_now();
+    }
+}
+
+/// A one-worker server whose `/block` handler waits for a release.
+fn blocking_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .queue_depth(1)
+        .overload(overload)
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text("ok")
+        })
+        .unwrap();
+    (server, entered_rx, release_tx)
+}
+
+/// Saturates a one-worker, depth-one server: A in the handler, B in the
+/// queue, C held by the poller.
+fn saturate(
+    server: &ServerHandle,
+    entered: &mpsc::Receiver<()>,
+) -> Vec<BufReader<std::net::TcpStream>> {
+    let addr = server.local_addr();
+    let mut a = connect(addr);
+    send(&mut a, &get("/block"));
+    entered.recv_timeout(PATIENCE).unwrap();
+    let mut b = connect(addr);
+    send(&mut b, &get("/b"));
+    wait_for(server, "B queued", |s| s.queued == 1);
+    let mut c = connect(addr);
+    send(&mut c, &get("/c"));
+    wait_for(server, "C held", |s| s.queued == 2);
+    vec![a, b, c]
+}
+
+#[test]
+fn saturated_server_with_wait_policy_keeps_new_clients_until_there_is_room() {
+    let (server, entered, release) = blocking_server(Overload::Wait);
+    let mut clients = saturate(&server, &entered);
+    let mut d = connect(server.local_addr());
+    send(&mut d, &get("/d"));
+    release.send(()).unwrap();
+    clients.push(d);
+    for client in &mut clients {
+        assert_eq!(read_reply(client, false).unwrap().status, 200);
+    }
+    assert_eq!(server.stats().rejected, 0);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn saturated_server_with_reject_policy_answers_503() {
+    let retry_after = Duration::from_secs(7);
+    let (server, entered, release) = blocking_server(Overload::Reject { retry_after });
+    let mut clients = saturate(&server, &entered);
+    let mut d = connect(server.local_addr());
+    send(&mut d, &get("/d"));
+    let reply = read_reply(&mut d, false).unwrap();
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.header("retry-after"), Some("7"));
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(closed(&mut d));
+    release.send(()).unwrap();
+    for client in &mut clients {
+        assert_eq!(read_reply(client, false).unwrap().status, 200);
+    }
+    assert_eq!(server.stats().rejected, 1);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn max_connections_caps_open_connections_until_one_closes() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .max_connections(2)
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut first = connect(addr);
+    let mut second = connect(addr);
+    for conn in [&mut first, &mut second] {
+        send(conn, &get("/"));
+        assert_eq!(read_reply(conn, false).unwrap().status, 200);
+    }
+    let mut third = connect(addr);
+    send(&mut third, &get("/"));
+    // A round trip on an open connection: the poller has looked at the
+    // listener since the third client connected, and left it waiting.
+    send(&mut first, &get("/"));
+    assert_eq!(read_reply(&mut first, false).unwrap().status, 200);
+    assert_eq!(server.stats().accepted, 2);
+    drop(second);
+    assert_eq!(read_reply(&mut third, false).unwrap().status, 200);
+    assert_eq!(server.stats().accepted, 3);
+    assert!(server.shutdown());
+}
+
+/// Run by `accept_backs_off_on_descriptor_exhaustion` in a child process
+/// with a low descriptor limit: serves, and answers `stats` on stdin.
+#[test]
+#[ignore = "run in a child process by accept_backs_off_on_descriptor_exhaustion"]
+fn emfile_child() {
+    if std::env::var_os("HTTPOOL_EMFILE_CHILD").is_none() {
+        return;
+    }
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    println!("PORT {}", server.local_addr().port());
+    for line in std::io::stdin().lines() {
+        match line.unwrap().as_str() {
+            "stats" => {
+                let s = server.stats();
+                println!("STATS {} {} {}", s.accepted, s.open, s.io_errors);
+            }
+            _ => break,
+        }
+    }
+    server.shutdown();
+}
+
+struct Child {
+    process: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Child {
+    /// The next line of ours (the test harness prints its own too).
+    fn line(&mut self, prefix: &str) -> String {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.out.read_line(&mut line).unwrap() > 0, "child exited");
+            if let Some(at) = line.find(prefix) {
+                return line[at + prefix.len()..].trim().to_string();
+            }
+        }
+    }
+
+    /// (accepted, open, io_errors)
+    fn stats(&mut self) -> (u64, u64, u64) {
+        writeln!(self.process.stdin.as_mut().unwrap(), "stats").unwrap();
+        let line = self.line("STATS ");
+        let n: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+        (n[0], n[1], n[2])
+    }
+}
+
+#[test]
+fn accept_backs_off_on_descriptor_exhaustion() {
+    let exe = std::env::current_exe().unwrap();
+    let mut process = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 40 && exec \"$0\" emfile_child --exact --ignored --nocapture --test-threads=1")
+        .arg(exe)
+        .env("HTTPOOL_EMFILE_CHILD", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(process.stdout.take().unwrap());
+    let mut child = Child { process, out };
+    let port: u16 = child.line("PORT ").parse().unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // More clients than the child has descriptors for.
+    let mut clients: Vec<_> = (0..60).map(|_| connect(addr)).collect();
+    for client in &mut clients {
+        send(client, &get("/"));
+    }
+    let deadline = Instant::now() + PATIENCE;
+    let (accepted, _, errors) = loop {
+        let stats = child.stats();
+        if stats.2 > 0 {
+            break stats;
+        }
+        assert!(Instant::now() < deadline, "never ran out of descriptors");
+        thread::yield_now();
+    };
+    let accepted = accepted as usize;
+    assert!(accepted > 5 && accepted < 40, "accepted {accepted}");
+    // Accepted clients are served while the table is full, again and again.
+    for client in &mut clients[..accepted] {
+        assert_eq!(read_reply(client, false).unwrap().status, 200);
+        send(client, &get("/"));
+        assert_eq!(read_reply(client, false).unwrap().status, 200);
+    }
+    // Over a second of saturation, the accept path retries about every
+    // 100 ms: a busy loop would fail thousands of times.
+    let waiting = &mut clients[accepted];
+    waiting
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let started = Instant::now();
+    let err = waiting.read(&mut [0; 1]).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        "{err}"
+    );
+    let (_, _, errors_after) = child.stats();
+    let allowed = 5 + 2 * started.elapsed().as_millis() as u64 / 100;
+    assert!(
+        errors_after - errors <= allowed,
+        "{} accept errors in {:?}",
+        errors_after - errors,
+        started.elapsed()
+    );
+    // Freeing descriptors lets the rest in.
+    waiting.get_ref().set_read_timeout(Some(PATIENCE)).unwrap();
+    let rest = clients.split_off(accepted);
+    drop(clients);
+    for mut client in rest {
+        assert_eq!(read_reply(&mut client, false).unwrap().status, 200);
+    }
+    writeln!(child.process.stdin.as_mut().unwrap(), "quit").unwrap();
+    assert!(child.process.wait().unwrap().success());
+}
+
+/// How a load client's last exchange ended.
+enum Ending {
+    /// The server closed before answering: the request was never in flight.
+    ClosedBeforeAnswer,
+    /// A complete response with `Connection: close`.
+    ToldToClose,
+}
+
+/// Sends requests on one connection until the server ends it; panics on a
+/// response that starts but does not complete.
+fn load_client(addr: SocketAddr, count: &AtomicU64) -> Ending {
+    let mut conn = connect(addr);
+    loop {
+        if conn.get_mut().write_all(&get("/")).is_err() {
+            return Ending::ClosedBeforeAnswer;
+        }
+        let mut first = [0u8; 1];
+        match conn.read(&mut first) {
+            Ok(0) => return Ending::ClosedBeforeAnswer,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Ending::ClosedBeforeAnswer,
+            Err(e) => panic!("read failed: {e}"),
+            Ok(_) => {}
+        }
+        assert_eq!(first[0], b'H');
+        let reply = read_reply(&mut conn, false).expect("a response that started must complete");
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body, b"ok");
+        count.fetch_add(1, Ordering::Relaxed);
+        if reply.header("connection") == Some("close") {
+            assert!(closed(&mut conn));
+            return Ending::ToldToClose;
+        }
+    }
+}
+
+#[test]
+fn shutdown_under_load_completes_every_request_in_flight() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(4)
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    let addr = server.local_addr();
+    let count = Arc::new(AtomicU64::new(0));
+    let clients: Vec<_> = (0..16)
+        .map(|_| {
+            let count = count.clone();
+            thread::spawn(move || load_client(addr, &count))
+        })
+        .collect();
+    wait_for(&server, "load", |s| s.requests > 2000);
+    assert!(
+        server.shutdown(),
+        "all threads joined within the grace period"
+    );
+    let endings: Vec<Ending> = clients
+        .into_iter()
+        .map(|c| c.join().expect("no broken response"))
+        .collect();
+    assert_eq!(endings.len(), 16);
+    assert!(count.load(Ordering::Relaxed) > 2000);
+    let told = endings
+        .iter()
+        .filter(|e| matches!(e, Ending::ToldToClose))
+        .count();
+    let quiet = endings
+        .iter()
+        .filter(|e| matches!(e, Ending::ClosedBeforeAnswer))
+        .count();
+    assert_eq!(told + quiet, 16);
+}
+
+#[test]
+fn two_thousand_idle_connections_do_not_slow_a_new_client() {
+    const IDLE: usize = 2000;
+    let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
+    let want = (2 * IDLE as u64 + 256).max(soft);
+    rlimit::setrlimit(rlimit::Resource::NOFILE, want.min(hard), hard).unwrap();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(4)
+        .idle_timeout(Duration::from_secs(60))
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut idle = Vec::with_capacity(IDLE);
+    for _ in 0..IDLE {
+        let mut conn = connect(addr);
+        send(&mut conn, &get("/"));
+        idle.push(conn);
+    }
+    for conn in &mut idle {
+        assert_eq!(read_reply(conn, false).unwrap().status, 200);
+    }
+    wait_for(&server, "all parked", |s| s.parked as usize == IDLE);
+    let mut fresh = connect(addr);
+    fresh
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    send(&mut fresh, &get("/"));
+    assert_eq!(
+        read_reply(&mut fresh, false)
+            .expect("served within 1 s")
+            .status,
+        200
+    );
+    let stats = server.stats();
+    assert_eq!(stats.open as usize, IDLE + 1);
+    assert!(server.shutdown());
+}
