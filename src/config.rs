@@ -77,6 +77,8 @@ pub(crate) struct Config {
     pub(crate) max_drain_bytes: u64,
     pub(crate) overload: Overload,
     pub(crate) limits: Limits,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl Default for Config {
@@ -93,6 +95,8 @@ impl Default for Config {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
             overload: Overload::Wait,
+            #[cfg(feature = "tls")]
+            tls: None,
             limits: Limits {
                 max_head_bytes: DEFAULT_MAX_HEAD_BYTES,
                 max_headers: DEFAULT_MAX_HEADERS,

@@ -7,7 +7,6 @@
 
 use std::io;
 use std::mem;
-use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -17,6 +16,7 @@ use crate::config::Config;
 use crate::date::DateCache;
 use crate::handler::Handler;
 use crate::io::{Transport, write_all_wait};
+use crate::net::Peer;
 use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, parse_head};
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_head, plan};
@@ -140,7 +140,7 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
     /// The server is shutting down: finish the request at hand, then close.
     pub(crate) stopping: &'w AtomicBool,
     pub(crate) counters: &'w Counters,
-    pub(crate) peer: SocketAddr,
+    pub(crate) peer: Peer,
 }
 
 /// The main loop of one connection: read → parse → handler → respond, for as
@@ -219,10 +219,10 @@ fn fill<T: Transport, H: ?Sized>(
     }
 }
 
+/// Writes the queued responses, and whatever a TLS session still holds
+/// (handshake records included), so nothing is left unsent when the
+/// connection parks.
 fn flush<T: Transport, H: ?Sized>(io: &mut T, cx: &mut Ctx<'_, H>) -> io::Result<()> {
-    if cx.scratch.out.is_empty() {
-        return Ok(());
-    }
     let result = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = &result {
@@ -360,7 +360,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
 fn call<H: Handler + ?Sized>(
     handler: &H,
     req: &mut Request<'_>,
-    peer: SocketAddr,
+    peer: Peer,
     counters: &Counters,
 ) -> Response {
     match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {

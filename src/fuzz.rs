@@ -39,7 +39,7 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
         Ok(body) => Response::bytes(body),
         Err(_) => Response::status(400),
     };
-    let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+    let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
     let mut io = Script::new(chunks);
     io.eof = true;
     io.patient = true;

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
+use crate::net::Stream;
+
 /// What a blocked operation waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ready {
@@ -57,7 +59,15 @@ pub(crate) fn write_all_wait(
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    // A TLS stream may still hold records; plain sockets hold nothing.
+    loop {
+        match io.flush() {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Writable, timeout)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A worker's private readiness queue, used only on the slow path when one
@@ -108,7 +118,7 @@ impl Waiter {
 
 /// A socket together with the waiter of the worker serving it.
 pub(crate) struct Socket<'a> {
-    pub(crate) stream: &'a mut mio::net::TcpStream,
+    pub(crate) stream: &'a mut Stream,
     pub(crate) waiter: &'a mut Waiter,
 }
 
@@ -124,7 +134,7 @@ impl Write for Socket<'_> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.stream.flush()
     }
 }
 

@@ -14,6 +14,7 @@ mod handler;
 mod headers;
 mod io;
 mod lot;
+mod net;
 mod parse;
 mod poller;
 mod pool;
@@ -23,6 +24,8 @@ mod server;
 mod stats;
 mod status;
 mod stream;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use body::Body;
 pub use config::{

@@ -6,7 +6,6 @@
 //! see the readiness event before the connection is there to take, and never
 //! closes a socket a worker is still registering.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -15,6 +14,7 @@ use mio::{Interest, Registry, Token, Waker};
 
 use crate::config::Config;
 use crate::conn::ConnState;
+use crate::net::{Peer, Stream};
 use crate::stats::Counters;
 
 /// Token of the listening socket.
@@ -25,8 +25,8 @@ pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 /// An open connection, owned by exactly one of: the lot, the work queue, a
 /// worker.
 pub(crate) struct Conn {
-    pub(crate) stream: mio::net::TcpStream,
-    pub(crate) peer: SocketAddr,
+    pub(crate) stream: Stream,
+    pub(crate) peer: Peer,
     pub(crate) state: ConnState,
     slot: u32,
     /// Bumped on every park: readiness events of earlier parks are stale.
@@ -154,8 +154,8 @@ impl Shared {
     /// bytes arrive.
     pub(crate) fn admit(
         &self,
-        mut stream: mio::net::TcpStream,
-        peer: SocketAddr,
+        mut stream: Stream,
+        peer: Peer,
         now: Instant,
     ) -> std::io::Result<()> {
         let mut lot = self.lock();

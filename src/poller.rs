@@ -9,12 +9,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{SendTimeoutError, Sender, TrySendError};
-use mio::net::TcpListener;
 use mio::{Events, Interest, Poll};
 
 use crate::config::Overload;
 use crate::date::DateCache;
 use crate::lot::{Conn, LISTENER, Shared, WAKER, token};
+use crate::net::{Listener, Peer, Stream};
 use crate::request::Version;
 use crate::response::{Framing, Response, encode_head};
 
@@ -28,7 +28,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 pub(crate) struct Poller {
     poll: Poll,
     events: Events,
-    listener: Option<TcpListener>,
+    listener: Option<Listener>,
     shared: Arc<Shared>,
     queue: Sender<Conn>,
     /// Readable connections the full queue could not take yet.
@@ -44,7 +44,7 @@ pub(crate) struct Poller {
 impl Poller {
     pub(crate) fn new(
         poll: Poll,
-        mut listener: TcpListener,
+        mut listener: Listener,
         shared: Arc<Shared>,
         queue: Sender<Conn>,
     ) -> io::Result<Poller> {
@@ -234,7 +234,10 @@ impl Poller {
             match listener.accept() {
                 Ok((stream, peer)) if saturated => self.reject(stream, peer),
                 Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
+                    #[cfg(feature = "tls")]
+                    let Some(stream) = self.secure(stream, peer) else {
+                        continue;
+                    };
                     if let Err(e) = self.shared.admit(stream, peer, now) {
                         log::warn!("{peer}: registering a new connection failed: {e}");
                         self.shared.counters.io_error();
@@ -253,10 +256,27 @@ impl Poller {
         }
     }
 
+    /// Wraps a new connection in TLS when the server is configured for it.
+    #[cfg(feature = "tls")]
+    fn secure(&self, stream: Stream, peer: Peer) -> Option<Stream> {
+        match (&self.shared.config.tls, stream) {
+            (Some(config), Stream::Tcp(tcp)) => {
+                match crate::tls::TlsStream::new(tcp, config.clone()) {
+                    Ok(tls) => Some(Stream::Tls(Box::new(tls))),
+                    Err(e) => {
+                        log::warn!("{peer}: starting TLS failed: {e}");
+                        None
+                    }
+                }
+            }
+            (_, stream) => Some(stream),
+        }
+    }
+
     /// `503` + `Retry-After` + close for a connection accepted while
     /// saturated. What the client already sent is read first so that the
     /// close does not reset the connection under the response.
-    fn reject(&mut self, mut stream: mio::net::TcpStream, peer: std::net::SocketAddr) {
+    fn reject(&mut self, mut stream: Stream, peer: Peer) {
         let Overload::Reject { retry_after } = self.shared.config.overload else {
             return;
         };
@@ -276,7 +296,7 @@ impl Poller {
         );
         out.extend_from_slice(reason.as_bytes());
         let _ = stream.write(&out);
-        let _ = stream.shutdown(std::net::Shutdown::Write);
+        stream.shutdown_write();
         log::debug!("{peer}: saturated; answered 503");
         self.shared.counters.rejected();
     }

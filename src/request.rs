@@ -3,6 +3,8 @@
 use std::io::{self, Read};
 use std::net::SocketAddr;
 
+use crate::net::Peer;
+
 use crate::body::Body;
 use crate::error::Error;
 use crate::headers::{HeaderIter, Headers};
@@ -37,7 +39,7 @@ pub struct Request<'a> {
     head: &'a [u8],
     parsed: Head,
     headers: Headers<'a>,
-    peer: SocketAddr,
+    peer: Peer,
     body: Body<'a>,
 }
 
@@ -46,7 +48,7 @@ impl<'a> Request<'a> {
         head: &'a [u8],
         parsed: Head,
         spans: &'a [HeaderSpan],
-        peer: SocketAddr,
+        peer: Peer,
         body: Body<'a>,
     ) -> Request<'a> {
         Request {
@@ -108,9 +110,9 @@ impl<'a> Request<'a> {
         self.headers.iter()
     }
 
-    /// The address of the client.
-    pub fn peer_addr(&self) -> SocketAddr {
-        self.peer
+    /// The address of the client; `None` on a Unix domain socket.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer.ip()
     }
 
     /// The request body.

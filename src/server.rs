@@ -2,6 +2,8 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::{self, JoinHandle};
@@ -13,6 +15,7 @@ use mio::{Poll, Waker};
 use crate::config::{Config, Overload};
 use crate::handler::Handler;
 use crate::lot::{Shared, WAKER};
+use crate::net::Listener;
 use crate::parse::MAX_HEADERS_CAP;
 use crate::poller::Poller;
 use crate::pool;
@@ -31,8 +34,15 @@ use crate::stats::Stats;
 /// ```
 #[derive(Debug)]
 pub struct Server {
-    listener: TcpListener,
+    listener: Bound,
     config: Config,
+}
+
+/// A listening socket before the server runs.
+#[derive(Debug)]
+enum Bound {
+    Tcp(TcpListener),
+    Unix(UnixListener),
 }
 
 impl Server {
@@ -45,22 +55,61 @@ impl Server {
         Ok(Server::from_listener(TcpListener::bind(addr)?))
     }
 
-    /// Serves on a listener bound elsewhere (socket activation, a port
+    /// Serves on a TCP listener bound elsewhere (socket activation, a port
     /// chosen by the caller, `SO_REUSEPORT`).
+    ///
+    /// For several processes sharing one port, bind each listener with
+    /// `SO_REUSEPORT` (e.g. with `socket2`) and pass it here; with systemd
+    /// socket activation, wrap the inherited descriptor 3 in a
+    /// `TcpListener` and pass it here.
     pub fn from_listener(listener: TcpListener) -> Server {
         Server {
-            listener,
+            listener: Bound::Tcp(listener),
             config: Config::default(),
         }
     }
 
-    /// The address the server listens on.
+    /// Binds a Unix domain socket at `path` (which must not exist).
+    /// [`Request::peer_addr`](crate::Request::peer_addr) is `None` for its
+    /// clients.
+    ///
+    /// # Errors
+    ///
+    /// The error of binding `path`.
+    pub fn bind_unix(path: impl AsRef<Path>) -> io::Result<Server> {
+        Ok(Server::from_unix_listener(UnixListener::bind(path)?))
+    }
+
+    /// Serves on a Unix domain socket listener bound elsewhere.
+    pub fn from_unix_listener(listener: UnixListener) -> Server {
+        Server {
+            listener: Bound::Unix(listener),
+            config: Config::default(),
+        }
+    }
+
+    /// The address the server listens on; the unspecified address `0.0.0.0:0`
+    /// for a Unix domain socket.
     ///
     /// # Errors
     ///
     /// The error of `getsockname`.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+        match &self.listener {
+            Bound::Tcp(l) => l.local_addr(),
+            Bound::Unix(_) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
+        }
+    }
+
+    /// Serves HTTPS with this rustls configuration (see
+    /// [`tls::config_from_pem`](crate::tls::config_from_pem)). Connections are
+    /// parked between requests like plain ones and keep their TLS session.
+    /// Under [`Overload::Reject`] a TLS client is closed without a `503`:
+    /// there is no session to send it in.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Server {
+        self.config.tls = Some(config);
+        self
     }
 
     /// Worker threads, each running one handler call at a time. Default:
@@ -195,9 +244,17 @@ impl Server {
     ///
     /// Creating the poller or a thread failed.
     pub fn spawn<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
-        let addr = self.listener.local_addr()?;
-        self.listener.set_nonblocking(true)?;
-        let listener = mio::net::TcpListener::from_std(self.listener);
+        let addr = self.local_addr()?;
+        let listener = match self.listener {
+            Bound::Tcp(l) => {
+                l.set_nonblocking(true)?;
+                Listener::Tcp(mio::net::TcpListener::from_std(l))
+            }
+            Bound::Unix(l) => {
+                l.set_nonblocking(true)?;
+                Listener::Unix(mio::net::UnixListener::from_std(l))
+            }
+        };
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
         let registry = poll.registry().try_clone()?;
@@ -235,7 +292,8 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The address the server listens on.
+    /// The address the server listens on (`0.0.0.0:0` for a Unix domain
+    /// socket).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }

@@ -19,7 +19,7 @@ fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) 
     let mut scratch = Scratch::new(&config);
     let stopping = AtomicBool::new(false);
     let counters = Counters::default();
-    let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 40000));
+    let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 40000)));
     let mut io = Script::new(chunks);
     io.eof = eof;
     // The client keeps sending while a handler waits for body bytes.
@@ -354,7 +354,7 @@ fn shutting_down_closes_after_the_request_at_hand() {
         Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     io.release();
     let mut conn = ConnState::default();
-    let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+    let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
     let mut cx = Ctx {
         handler: &hello,
         config: &config,
@@ -378,7 +378,7 @@ fn a_parked_connection_keeps_only_its_unparsed_bytes() {
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHo"]);
     io.release();
     let mut conn = ConnState::default();
-    let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+    let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
     let mut cx = Ctx {
         handler: &hello,
         config: &config,

@@ -1,0 +1,173 @@
+//! The sockets the server listens on and serves: TCP, Unix domain, and (with
+//! the `tls` feature) TLS over TCP. The poller and the workers see only
+//! [`Listener`] and [`Stream`].
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+
+use mio::event::Source;
+use mio::{Interest, Registry, Token};
+
+/// Who is on the other end of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Peer {
+    Ip(SocketAddr),
+    /// A Unix domain socket client.
+    Local,
+}
+
+impl Peer {
+    pub(crate) fn ip(self) -> Option<SocketAddr> {
+        match self {
+            Peer::Ip(addr) => Some(addr),
+            Peer::Local => None,
+        }
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Ip(addr) => addr.fmt(f),
+            Peer::Local => f.write_str("unix-socket peer"),
+        }
+    }
+}
+
+/// A listening socket.
+#[derive(Debug)]
+pub(crate) enum Listener {
+    Tcp(mio::net::TcpListener),
+    Unix(mio::net::UnixListener),
+}
+
+impl Listener {
+    pub(crate) fn accept(&self) -> io::Result<(Stream, Peer)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (stream, addr) = l.accept()?;
+                let _ = stream.set_nodelay(true);
+                Ok((Stream::Tcp(stream), Peer::Ip(addr)))
+            }
+            Listener::Unix(l) => {
+                let (stream, _) = l.accept()?;
+                Ok((Stream::Unix(stream), Peer::Local))
+            }
+        }
+    }
+}
+
+/// A connection's socket.
+pub(crate) enum Stream {
+    Tcp(mio::net::TcpStream),
+    Unix(mio::net::UnixStream),
+    #[cfg(feature = "tls")]
+    Tls(Box<crate::tls::TlsStream>),
+}
+
+impl Stream {
+    /// Half-closes the sending side (the peer reads end of stream).
+    pub(crate) fn shutdown_write(&mut self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.shutdown_write(),
+        };
+    }
+}
+
+/// Calls `$body` with `$s` bound to the inner socket of any variant.
+macro_rules! each {
+    ($stream:expr, $s:ident => $body:expr) => {
+        match $stream {
+            Stream::Tcp($s) => $body,
+            Stream::Unix($s) => $body,
+            #[cfg(feature = "tls")]
+            Stream::Tls($s) => $body,
+        }
+    };
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        each!(self, s => s.read(buf))
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        each!(self, s => s.write(buf))
+    }
+
+    /// For TLS: sends the records rustls still holds (`WouldBlock` when the
+    /// socket is full). Plain sockets hold nothing back.
+    fn flush(&mut self) -> io::Result<()> {
+        each!(self, s => s.flush())
+    }
+}
+
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        each!(self, s => s.as_raw_fd())
+    }
+}
+
+impl Source for Stream {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        each!(self, s => s.register(registry, token, interests))
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        each!(self, s => s.reregister(registry, token, interests))
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        each!(self, s => s.deregister(registry))
+    }
+}
+
+impl Source for Listener {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.register(registry, token, interests),
+            Listener::Unix(l) => l.register(registry, token, interests),
+        }
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.reregister(registry, token, interests),
+            Listener::Unix(l) => l.reregister(registry, token, interests),
+        }
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.deregister(registry),
+            Listener::Unix(l) => l.deregister(registry),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! HTTPS (feature `tls`): rustls over a non-blocking socket.
+//!
+//! A TLS connection parks like a plain one and keeps its session while
+//! parked. Reads hand out the plaintext rustls has already decrypted before
+//! touching the socket, so nothing decrypted is left behind when the
+//! connection parks.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+use mio::event::Source;
+use mio::{Interest, Registry, Token};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ServerConfig, ServerConnection};
+
+/// Builds a server configuration from a PEM certificate chain (leaf first)
+/// and a PEM private key (PKCS#8, PKCS#1 or SEC1), with the ring provider,
+/// TLS 1.2 and 1.3, and ALPN `http/1.1`.
+///
+/// # Errors
+///
+/// `InvalidData` when the PEM holds no certificate or key, or rustls refuses
+/// them.
+///
+/// # Examples
+///
+/// ```no_run
+/// # fn main() -> std::io::Result<()> {
+/// let config = httpool::tls::config_from_pem(
+///     &std::fs::read("cert.pem")?,
+///     &std::fs::read("key.pem")?,
+/// )?;
+/// let server = httpool::Server::bind("0.0.0.0:8443")?.tls(config);
+/// # let _ = server;
+/// # Ok(())
+/// # }
+/// ```
+pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<ServerConfig>> {
+    let invalid =
+        |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    let certs = CertificateDer::pem_slice_iter(cert_chain_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(&e))?;
+    if certs.is_empty() {
+        return Err(invalid(&"no certificate in the PEM input"));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| invalid(&e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(&e))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| invalid(&e))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A TLS session over a non-blocking TCP socket.
+pub(crate) struct TlsStream {
+    sock: mio::net::TcpStream,
+    tls: ServerConnection,
+}
+
+impl TlsStream {
+    pub(crate) fn new(
+        sock: mio::net::TcpStream,
+        config: Arc<ServerConfig>,
+    ) -> io::Result<TlsStream> {
+        let tls = ServerConnection::new(config).map_err(io::Error::other)?;
+        Ok(TlsStream { sock, tls })
+    }
+
+    /// Writes the records rustls holds; `WouldBlock` when the socket is full.
+    fn write_records(&mut self) -> io::Result<()> {
+        while self.tls.wants_write() {
+            if self.tls.write_tls(&mut self.sock)? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `close_notify`, then half-closes the socket.
+    pub(crate) fn shutdown_write(&mut self) -> io::Result<()> {
+        self.tls.send_close_notify();
+        let _ = self.write_records();
+        self.sock.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+/// Best effort: a full socket leaves records for the next write or flush.
+fn tolerate_full(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        other => other,
+    }
+}
+
+impl Read for TlsStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                // The peer closed the socket without close_notify: treat as
+                // end of stream; HTTP framing tells complete from cut short.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            // Handshake messages and alerts go out before we wait for more.
+            tolerate_full(self.write_records())?;
+            if self.tls.read_tls(&mut self.sock)? == 0 {
+                return Ok(0);
+            }
+            if let Err(e) = self.tls.process_new_packets() {
+                let _ = self.write_records();
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        }
+    }
+}
+
+impl Write for TlsStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_records()?;
+        let n = self.tls.writer().write(buf)?;
+        tolerate_full(self.write_records())?;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_records()
+    }
+}
+
+impl AsRawFd for TlsStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+}
+
+impl Source for TlsStream {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        self.sock.register(registry, token, interests)
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        self.sock.reregister(registry, token, interests)
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        self.sock.deregister(registry)
+    }
+}

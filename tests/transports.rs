@@ -1,0 +1,202 @@
+//! Listeners other than IPv4 TCP: IPv6, a pre-bound listener, Unix domain
+//! sockets, and (feature `tls`) HTTPS.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+
+use common::{PATIENCE, connect, get, read_reply, send};
+use httpool::{Request, Response, Server};
+
+fn peer_handler(req: &mut Request) -> Response {
+    Response::text(format!("{:?}", req.peer_addr().map(|a| a.ip())))
+}
+
+#[test]
+fn serves_ipv6() {
+    let Ok(server) = Server::bind("[::1]:0") else {
+        eprintln!("no IPv6 loopback here; skipping");
+        return;
+    };
+    let server = server.workers(1).spawn(peer_handler).unwrap();
+    assert!(server.local_addr().is_ipv6());
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"Some(::1)");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn serves_a_listener_bound_by_the_caller() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::from_listener(listener)
+        .workers(1)
+        .spawn(peer_handler)
+        .unwrap();
+    assert_eq!(server.local_addr(), addr);
+    let mut conn = connect(addr);
+    send(&mut conn, &get("/"));
+    assert_eq!(
+        read_reply(&mut conn, false).unwrap().body,
+        b"Some(127.0.0.1)"
+    );
+    assert!(server.shutdown());
+}
+
+#[test]
+fn serves_a_unix_domain_socket() {
+    let dir = std::env::temp_dir().join(format!("httpool-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let server = Server::bind_unix(&path)
+        .unwrap()
+        .workers(1)
+        .spawn(peer_handler)
+        .unwrap();
+    let stream = UnixStream::connect(&path).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    for _ in 0..2 {
+        writer.write_all(&get("/")).unwrap();
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert_eq!(status, "HTTP/1.1 200 OK\r\n");
+        let mut line = String::new();
+        while line != "\r\n" {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+        }
+        let mut body = [0u8; 4];
+        reader.read_exact(&mut body).unwrap();
+        assert_eq!(&body, b"None");
+    }
+    assert!(server.shutdown());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[cfg(feature = "tls")]
+mod tls {
+    use std::io::{BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::sync::Arc;
+
+    use httpool::{Request, Response, Server};
+    use rustls::pki_types::{CertificateDer, ServerName};
+
+    use super::PATIENCE;
+
+    /// A server certificate for `localhost`, and a client that trusts it.
+    fn setup() -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let server = httpool::tls::config_from_pem(
+            cert.cert.pem().as_bytes(),
+            cert.key_pair.serialize_pem().as_bytes(),
+        )
+        .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from(cert.cert.der().to_vec()))
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        (server, Arc::new(client))
+    }
+
+    type Client = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+    fn connect(
+        addr: std::net::SocketAddr,
+        config: &Arc<rustls::ClientConfig>,
+    ) -> BufReader<Client> {
+        let sock = TcpStream::connect(addr).unwrap();
+        sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(config.clone(), name).unwrap();
+        BufReader::new(rustls::StreamOwned::new(conn, sock))
+    }
+
+    /// Reads one response with a Content-Length body; returns (head, body).
+    fn read_response(conn: &mut BufReader<Client>) -> (String, Vec<u8>) {
+        use std::io::BufRead;
+        let mut head = String::new();
+        let mut line = String::new();
+        while line != "\r\n" {
+            line.clear();
+            conn.read_line(&mut line).unwrap();
+            head.push_str(&line);
+        }
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        let mut body = vec![0; len];
+        conn.read_exact(&mut body).unwrap();
+        (head, body)
+    }
+
+    #[test]
+    fn serves_https_with_keep_alive_and_parking_between_requests() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(2)
+            .tls(server_config)
+            .spawn(|req: &mut Request| match req.read_body(1 << 20) {
+                Ok(body) if !body.is_empty() => Response::bytes(body),
+                _ => Response::text(format!("secure {}", req.path())),
+            })
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        for i in 0..3 {
+            let req = format!("GET /{i} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+            conn.get_mut().write_all(req.as_bytes()).unwrap();
+            let (head, body) = read_response(&mut conn);
+            assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+            assert_eq!(body, format!("secure /{i}").as_bytes());
+        }
+        // Pipelined, and a body bigger than one TLS record.
+        let big = vec![b'z'; 40_000];
+        let mut req = format!(
+            "POST /big HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            big.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&big);
+        req.extend_from_slice(b"GET /after HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        conn.get_mut().write_all(&req).unwrap();
+        assert_eq!(read_response(&mut conn).1, big);
+        assert_eq!(read_response(&mut conn).1, b"secure /after");
+        assert_eq!(server.stats().accepted, 1);
+        assert!(server.shutdown());
+    }
+
+    #[test]
+    fn a_plaintext_client_on_the_tls_port_is_dropped() {
+        let (server_config, _) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .spawn(|_: &mut Request| Response::text("x"))
+            .unwrap();
+        let mut sock = TcpStream::connect(server.local_addr()).unwrap();
+        sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        sock.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut reply = Vec::new();
+        let _ = sock.read_to_end(&mut reply);
+        assert!(
+            !reply.starts_with(b"HTTP/1.1 200"),
+            "served plaintext on the TLS port"
+        );
+        assert!(server.shutdown());
+    }
+}
