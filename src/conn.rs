@@ -21,6 +21,7 @@ use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, parse_head};
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_head, plan};
 use crate::stats::Counters;
+use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// Buffers a worker lends to its connections (none of it is kept while a
 /// connection is parked, except the bytes of an unfinished head).
@@ -328,32 +329,60 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         None => resp,
     };
     let body_done = drained && !end.continue_withheld;
-    let (resp, framing) = match plan(&resp, head.version, is_head) {
-        Ok(framing) => (resp, framing),
-        Err(why) => {
-            log::error!(
-                "{}: handler response refused ({why}); answering 500",
-                cx.peer
-            );
-            let resp = Response::error(500);
-            let framing = plan(&resp, head.version, is_head).unwrap_or(Framing::CloseDelimited);
-            (resp, framing)
-        }
-    };
-    let keep_alive = keep_alive(
-        &head,
-        &resp,
-        framing,
-        body_done,
-        cx.stopping.load(Ordering::Relaxed),
-    );
+    let (mut resp, framing) = checked(resp, &head, is_head, cx.peer);
+    let stopping = cx.stopping.load(Ordering::Relaxed);
+    let keep_alive = keep_alive(&head, &resp, framing, body_done, stopping);
     let date = *date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, out);
+    if let Some(on_upgrade) = resp.upgrade.take() {
+        return upgrade(conn, io, cx, on_upgrade);
+    }
     let written = write_body(io, out, resp.body, framing, cx.config.write_timeout);
     if let Err(e) = &written {
         log::debug!("{}: response body failed: {e}", cx.peer);
     }
     written.is_ok() && keep_alive
+}
+
+/// The response and its framing, or a `500` in its place when the handler's
+/// response cannot be sent as it is.
+fn checked(resp: Response, head: &Head, is_head: bool, peer: Peer) -> (Response, Framing) {
+    let upgrade_refused =
+        resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
+    let planned = match plan(&resp, head.version, is_head) {
+        Ok(_) if upgrade_refused => Err("upgrade response to a request that did not ask for one"),
+        other => other,
+    };
+    match planned {
+        Ok(framing) => (resp, framing),
+        Err(why) => {
+            log::error!("{peer}: handler response refused ({why}); answering 500");
+            let resp = Response::error(500);
+            let framing = plan(&resp, head.version, is_head).unwrap_or(Framing::CloseDelimited);
+            (resp, framing)
+        }
+    }
+}
+
+/// Sends the `101` and hands the connection, with the bytes already received
+/// after the request, to the handler's closure. The connection closes after.
+fn upgrade<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    on_upgrade: OnUpgrade,
+) -> bool {
+    if flush(io, cx).is_err() {
+        return false;
+    }
+    let early = &conn.buf[conn.start..conn.end];
+    let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, early)));
+    if catch_unwind(run).is_err() {
+        log::error!("{}: upgraded connection handler panicked", cx.peer);
+        cx.counters.panic();
+    }
+    conn.consumed(conn.end, conn.end);
+    false
 }
 
 /// Calls the handler; a panic becomes a `500` that closes the connection.

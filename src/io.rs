@@ -95,18 +95,19 @@ impl Waiter {
         self.poll
             .registry()
             .register(&mut source, Token(0), interest)?;
-        let result = self.poll_until(Instant::now() + timeout);
+        // A timeout too large to add (e.g. `Duration::MAX`) waits forever.
+        let result = self.poll_until(Instant::now().checked_add(timeout));
         self.poll.registry().deregister(&mut source)?;
         result
     }
 
-    fn poll_until(&mut self, deadline: Instant) -> io::Result<()> {
+    fn poll_until(&mut self, deadline: Option<Instant>) -> io::Result<()> {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
                 return Err(io::ErrorKind::TimedOut.into());
             }
-            match self.poll.poll(&mut self.events, Some(left)) {
+            match self.poll.poll(&mut self.events, left) {
                 Ok(()) if !self.events.is_empty() => return Ok(()),
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -26,6 +26,7 @@ mod status;
 mod stream;
 #[cfg(feature = "tls")]
 pub mod tls;
+mod upgrade;
 
 pub use body::Body;
 pub use config::{
@@ -41,3 +42,4 @@ pub use request::{Request, Version};
 pub use response::{Content, Response};
 pub use server::{Server, ServerHandle, ShutdownSignal};
 pub use stats::Stats;
+pub use upgrade::Upgraded;

@@ -8,6 +8,7 @@ use crate::headers::{is_sensitive, is_valid_name, is_valid_value};
 use crate::parse::{parse_decimal, tokens};
 use crate::request::Version;
 use crate::status::{forbids_body, reason};
+use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// A response body.
 ///
@@ -88,6 +89,7 @@ pub struct Response {
     pub(crate) close: bool,
     pub(crate) has_date: bool,
     pub(crate) invalid: Option<&'static str>,
+    pub(crate) upgrade: Option<OnUpgrade>,
 }
 
 impl Response {
@@ -105,6 +107,7 @@ impl Response {
             close: false,
             has_date: false,
             invalid: (!(100..=999).contains(&code)).then_some("status code out of range"),
+            upgrade: None,
         }
     }
 
@@ -134,6 +137,39 @@ impl Response {
         Response::status(200)
             .with_content_type("application/octet-stream")
             .with_body(body)
+    }
+
+    /// `101 Switching Protocols`: after it is sent, `on_upgrade` gets the
+    /// raw connection (see [`Upgraded`]) on this worker; the connection is
+    /// closed when it returns. Add the `Upgrade` header (and whatever the
+    /// protocol needs, e.g. `Sec-WebSocket-Accept`); `Connection: upgrade`
+    /// is written by the crate. The request must have asked for an upgrade
+    /// (`Connection: upgrade` on HTTP/1.1), or the client gets a `500`.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// use httpool::{Request, Response};
+    ///
+    /// fn handler(req: &mut Request) -> Response {
+    ///     if req.header("upgrade") != Some("echo") {
+    ///         return Response::status(426).with_header("Upgrade", "echo");
+    ///     }
+    ///     Response::upgrade(|mut conn| {
+    ///         let mut buf = [0; 1024];
+    ///         while let Ok(n) = conn.read(&mut buf) {
+    ///             if n == 0 || conn.write_all(&buf[..n]).is_err() {
+    ///                 break;
+    ///             }
+    ///         }
+    ///     })
+    ///     .with_header("Upgrade", "echo")
+    /// }
+    /// # let _ = handler;
+    /// ```
+    pub fn upgrade(on_upgrade: impl FnOnce(Upgraded<'_>) + Send + 'static) -> Response {
+        let mut resp = Response::status(101);
+        resp.upgrade = Some(Box::new(on_upgrade));
+        resp
     }
 
     /// Replaces the status code.
@@ -275,6 +311,9 @@ pub(crate) fn plan(
     if let Some(why) = resp.invalid {
         return Err(why);
     }
+    if (resp.status == 101) != resp.upgrade.is_some() {
+        return Err("101 needs Response::upgrade, and an upgrade needs 101");
+    }
     let known = match &resp.body {
         Payload::Static(b) => Some(b.len() as u64),
         Payload::Owned(b) => Some(b.len() as u64),
@@ -333,6 +372,7 @@ pub(crate) fn encode_head(
         Framing::None { announce: None } | Framing::CloseDelimited => {}
     }
     match (keep_alive, version) {
+        _ if resp.upgrade.is_some() => push_header(out, b"Connection", b"upgrade"),
         (false, _) => push_header(out, b"Connection", b"close"),
         (true, Version::Http10) => push_header(out, b"Connection", b"keep-alive"),
         (true, Version::Http11) => {}

@@ -1,0 +1,123 @@
+//! Protocol upgrades: WebSocket through tungstenite, and the raw rules.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use common::{PATIENCE, connect, get, read_reply, send};
+use httpool::{Request, Response, Server};
+
+#[allow(dead_code)]
+#[path = "../examples/websocket.rs"]
+mod websocket;
+
+#[test]
+fn websocket_echo_with_a_tungstenite_client() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(websocket::handler)
+        .unwrap();
+    let stream = TcpStream::connect(server.local_addr()).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let url = format!("ws://{}/echo", server.local_addr());
+    let (mut ws, response) = tungstenite::client(url.as_str(), stream).unwrap();
+    assert_eq!(response.status(), 101);
+    for text in ["hello", "world"] {
+        ws.send(tungstenite::Message::text(text)).unwrap();
+        assert_eq!(ws.read().unwrap().into_text().unwrap().as_str(), text);
+    }
+    ws.send(tungstenite::Message::binary(vec![0u8, 1, 2]))
+        .unwrap();
+    assert_eq!(ws.read().unwrap().into_data().as_ref(), [0u8, 1, 2]);
+    // While the upgraded connection holds one worker, the other serves HTTP.
+    let mut plain = connect(server.local_addr());
+    send(&mut plain, &get("/echo"));
+    assert_eq!(read_reply(&mut plain, false).unwrap().status, 426);
+    ws.close(None).unwrap();
+    while ws.read().is_ok() {}
+    assert!(server.shutdown());
+}
+
+fn raw_echo(req: &mut Request) -> Response {
+    if req.path() == "/not-asked" {
+        return Response::upgrade(|_| {}).with_header("Upgrade", "echo");
+    }
+    Response::upgrade(|mut conn| {
+        let mut buf = [0u8; 64];
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 || conn.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    })
+    .with_header("Upgrade", "echo")
+}
+
+#[test]
+fn bytes_sent_right_after_the_upgrade_request_reach_the_new_protocol() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(raw_echo)
+        .unwrap();
+    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    conn.write_all(
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly bytes",
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"early bytes") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8(got).unwrap();
+    assert!(
+        text.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\r\nUpgrade: echo\r\nConnection: upgrade\r\n\r\nearly bytes"),
+        "{text}"
+    );
+    conn.write_all(b"later").unwrap();
+    let n = conn.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"later");
+    drop(conn);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn an_upgrade_the_client_did_not_ask_for_is_a_500() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(raw_echo)
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/not-asked"));
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_101_without_an_upgrade_closure_is_a_500() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(|_: &mut Request| Response::status(101))
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(
+        &mut conn,
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n",
+    );
+    assert_eq!(read_reply(&mut conn, false).unwrap().status, 500);
+    assert!(server.shutdown());
+}
