@@ -12,6 +12,8 @@ mod error;
 pub mod fuzz;
 mod handler;
 mod headers;
+#[cfg(feature = "http")]
+mod http_interop;
 mod io;
 mod lot;
 mod net;

@@ -200,3 +200,39 @@ mod tls {
         assert!(server.shutdown());
     }
 }
+
+#[cfg(feature = "http")]
+#[test]
+fn requests_convert_to_the_http_crate() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(|req: &mut Request| {
+            let head = req.to_http().unwrap();
+            let answer = http::Response::builder()
+                .status(202)
+                .header(
+                    "X-Seen",
+                    format!(
+                        "{} {} {:?}",
+                        head.method(),
+                        head.uri(),
+                        head.headers()["x-a"]
+                    ),
+                )
+                .body(String::from("converted"))
+                .unwrap();
+            Response::from(answer)
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(
+        &mut conn,
+        b"PATCH /p?q=1 HTTP/1.1\r\nHost: h\r\nX-A: v\r\n\r\n",
+    );
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!(reply.status, 202);
+    assert_eq!(reply.header("x-seen"), Some("PATCH /p?q=1 \"v\""));
+    assert_eq!(reply.body, b"converted");
+    assert!(server.shutdown());
+}
