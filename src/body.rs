@@ -47,10 +47,7 @@ impl BodyError {
     fn into_io(self) -> io::Error {
         let (kind, text) = match self {
             BodyError::Malformed => (io::ErrorKind::InvalidData, "malformed chunked body"),
-            BodyError::TooLarge => (
-                io::ErrorKind::InvalidData,
-                "request body over the size limit",
-            ),
+            BodyError::TooLarge => (io::ErrorKind::InvalidData, "request body over the size limit"),
             BodyError::TimedOut => (io::ErrorKind::TimedOut, "request body read timed out"),
             BodyError::Io => (io::ErrorKind::UnexpectedEof, "request body cut short"),
         };
@@ -102,11 +99,7 @@ pub(crate) struct ChunkedDecoder {
 
 impl ChunkedDecoder {
     pub(crate) fn new() -> ChunkedDecoder {
-        ChunkedDecoder {
-            state: Chunked::Size { size: 0, digits: 0 },
-            ext_bytes: 0,
-            trailer_bytes: 0,
-        }
+        ChunkedDecoder { state: Chunked::Size { size: 0, digits: 0 }, ext_bytes: 0, trailer_bytes: 0 }
     }
 
     pub(crate) fn is_done(&self) -> bool {
@@ -115,27 +108,17 @@ impl ChunkedDecoder {
 
     /// Decodes from `input` into `out`; returns `(consumed, produced)`. Stops
     /// after producing data, at the end of the body, or when input runs out.
-    pub(crate) fn decode(
-        &mut self,
-        input: &[u8],
-        out: &mut [u8],
-    ) -> Result<(usize, usize), BodyError> {
+    pub(crate) fn decode(&mut self, input: &[u8], out: &mut [u8]) -> Result<(usize, usize), BodyError> {
         let mut used = 0;
         while used < input.len() && self.state != Chunked::Done {
             if let Chunked::Data { left } = self.state {
-                let n = (input.len() - used)
-                    .min(out.len())
-                    .min(usize::try_from(left).unwrap_or(usize::MAX));
+                let n = (input.len() - used).min(out.len()).min(usize::try_from(left).unwrap_or(usize::MAX));
                 if n == 0 {
                     break;
                 }
                 out[..n].copy_from_slice(&input[used..used + n]);
                 let left = left - n as u64;
-                self.state = if left == 0 {
-                    Chunked::DataCr
-                } else {
-                    Chunked::Data { left }
-                };
+                self.state = if left == 0 { Chunked::DataCr } else { Chunked::Data { left } };
                 return Ok((used + n, n));
             }
             self.state = self.step(input[used])?;
@@ -154,17 +137,12 @@ impl ChunkedDecoder {
                     return Err(BodyError::Malformed);
                 }
                 let digit = (b as char).to_digit(16).unwrap_or(0);
-                Size {
-                    size: size << 4 | u64::from(digit),
-                    digits: digits + 1,
-                }
+                Size { size: size << 4 | u64::from(digit), digits: digits + 1 }
             }
             (Size { digits: 0, .. }, _) => return Err(BodyError::Malformed),
             (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => SizeWhitespace { size },
             (Size { size, .. } | SizeWhitespace { size }, b';') => Extension { size },
-            (Size { size, .. } | SizeWhitespace { size } | Extension { size }, b'\r') => {
-                SizeLf { size }
-            }
+            (Size { size, .. } | SizeWhitespace { size } | Extension { size }, b'\r') => SizeLf { size },
             (Extension { size }, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => {
                 self.ext_bytes += 1;
                 if self.ext_bytes > MAX_CHUNK_EXT_BYTES {
@@ -258,18 +236,7 @@ impl<'a> Body<'a> {
             BodyKind::Chunked => Framing::Chunked(ChunkedDecoder::new()),
         };
         let send_continue = expect_continue && !matches!(kind, BodyKind::Empty);
-        Body {
-            io,
-            buf,
-            pos: 0,
-            end,
-            framing,
-            received: 0,
-            bounds,
-            deadline: None,
-            send_continue,
-            error: None,
-        }
+        Body { io, buf, pos: 0, end, framing, received: 0, bounds, deadline: None, send_continue, error: None }
     }
 
     /// True once the whole body has been read.
@@ -291,11 +258,7 @@ impl<'a> Body<'a> {
     }
 
     fn io_error(&mut self, e: io::Error) -> io::Error {
-        self.error = Some(if e.kind() == io::ErrorKind::TimedOut {
-            BodyError::TimedOut
-        } else {
-            BodyError::Io
-        });
+        self.error = Some(if e.kind() == io::ErrorKind::TimedOut { BodyError::TimedOut } else { BodyError::Io });
         e
     }
 
@@ -334,9 +297,7 @@ impl<'a> Body<'a> {
                 Err(e) => return Err(self.io_error(e)),
             }
         };
-        self.framing = Framing::Length {
-            left: left - n as u64,
-        };
+        self.framing = Framing::Length { left: left - n as u64 };
         Ok(n)
     }
 
@@ -400,12 +361,7 @@ impl<'a> Body<'a> {
     }
 
     pub(crate) fn finish(self) -> BodyEnd {
-        BodyEnd {
-            pos: self.pos,
-            end: self.end,
-            error: self.error,
-            continue_withheld: self.send_continue,
-        }
+        BodyEnd { pos: self.pos, end: self.end, error: self.error, continue_withheld: self.send_continue }
     }
 }
 

@@ -21,6 +21,7 @@ use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, parse_head};
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_head, plan};
 use crate::stats::Counters;
+use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// Buffers a worker lends to its connections (none of it is kept while a
@@ -85,10 +86,7 @@ impl ConnState {
         if self.buf.len() >= size {
             return;
         }
-        let mut big = pool
-            .pop()
-            .filter(|b| b.len() == size)
-            .unwrap_or_else(|| vec![0; size]);
+        let mut big = pool.pop().filter(|b| b.len() == size).unwrap_or_else(|| vec![0; size]);
         let pending = self.end - self.start;
         big[..pending].copy_from_slice(self.unparsed());
         self.buf = big;
@@ -150,11 +148,7 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
 /// Responses to pipelined requests are queued and written together before
 /// the next read. Any error answered by the crate ends with `Connection:
 /// close`.
-pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-) -> Next {
+pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     conn.attach(&mut cx.scratch.buffers, cx.config.read_buffer_size());
     if let Some(started) = conn.head_started {
         if started.elapsed() > cx.config.head_timeout {
@@ -191,11 +185,7 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(
 /// Flushes queued responses, then reads more. `Ok(Some(saw_newline))` after
 /// new bytes; `Ok(None)` when the socket has nothing; `Err` at end of stream
 /// or on error.
-fn fill<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-) -> Result<Option<bool>, ()> {
+fn fill<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Result<Option<bool>, ()> {
     flush(io, cx).map_err(drop)?;
     if conn.end == conn.buf.len() {
         conn.buf.copy_within(conn.start..conn.end, 0);
@@ -241,29 +231,15 @@ fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
 }
 
 /// Ends the connection: optionally answers `status` first, flushes, closes.
-fn finish<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-    status: Option<u16>,
-) -> Next {
+fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, status: Option<u16>) -> Next {
     if let Some(code) = status {
         conn.requests += 1;
         cx.counters.requests(1);
         let date = *cx.scratch.date.now();
         let resp = Response::error(code);
         let framing = Framing::Length(crate::status::reason(code).len() as u64);
-        encode_head(
-            &resp,
-            framing,
-            false,
-            Version::Http11,
-            &date,
-            &mut cx.scratch.out,
-        );
-        cx.scratch
-            .out
-            .extend_from_slice(crate::status::reason(code).as_bytes());
+        encode_head(&resp, framing, false, Version::Http11, &date, &mut cx.scratch.out);
+        cx.scratch.out.extend_from_slice(crate::status::reason(code).as_bytes());
     }
     let _ = flush(io, cx);
     conn.detach(&mut cx.scratch.buffers, Instant::now);
@@ -292,9 +268,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         conn.make_body_room();
     }
     let head_end = conn.start + head.len;
-    let Scratch {
-        out, spans, date, ..
-    } = &mut *cx.scratch;
+    let Scratch { out, spans, date, .. } = &mut *cx.scratch;
     let (before, rest) = conn.buf.split_at_mut(head_end);
     let bounds = cx.config.body_bounds();
     let body = Body::new(
@@ -347,8 +321,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
 /// The response and its framing, or a `500` in its place when the handler's
 /// response cannot be sent as it is.
 fn checked(resp: Response, head: &Head, is_head: bool, peer: Peer) -> (Response, Framing) {
-    let upgrade_refused =
-        resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
+    let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
     let planned = match plan(&resp, head.version, is_head) {
         Ok(_) if upgrade_refused => Err("upgrade response to a request that did not ask for one"),
         other => other,
@@ -386,12 +359,7 @@ fn upgrade<T: Transport, H: ?Sized>(
 }
 
 /// Calls the handler; a panic becomes a `500` that closes the connection.
-fn call<H: Handler + ?Sized>(
-    handler: &H,
-    req: &mut Request<'_>,
-    peer: Peer,
-    counters: &Counters,
-) -> Response {
+fn call<H: Handler + ?Sized>(handler: &H, req: &mut Request<'_>, peer: Peer, counters: &Counters) -> Response {
     match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {
         Ok(resp) => resp,
         Err(panic) => {
@@ -410,13 +378,7 @@ fn call<H: Handler + ?Sized>(
 /// RFC 9112 §9.3: persistence is the default for 1.1 and opt-in for 1.0;
 /// either side's `close` ends it, and so does a body we could not frame or
 /// finish reading.
-fn keep_alive(
-    head: &Head,
-    resp: &Response,
-    framing: Framing,
-    body_done: bool,
-    closing: bool,
-) -> bool {
+fn keep_alive(head: &Head, resp: &Response, framing: Framing, body_done: bool, closing: bool) -> bool {
     let requested = match (head.version, head.connection) {
         (_, ConnectionOption::Close) => false,
         (Version::Http11, _) | (Version::Http10, ConnectionOption::KeepAlive) => true,
@@ -433,15 +395,19 @@ fn write_body<T: Transport>(
     framing: Framing,
     timeout: std::time::Duration,
 ) -> io::Result<()> {
-    let bytes: &[u8] = match (&body, framing) {
-        (_, Framing::None { .. }) => return Ok(()),
-        (Payload::Static(b), _) => b,
-        (Payload::Owned(b), _) => b,
-        (Payload::Reader { .. }, _) => {
-            let Payload::Reader { reader, .. } = body else {
-                return Ok(());
-            };
-            return crate::stream::copy_body(io, out, reader, framing, timeout);
+    if let Framing::None { .. } = framing {
+        return Ok(());
+    }
+    let bytes: &[u8] = match body {
+        Payload::Static(b) => b,
+        Payload::Owned(ref b) => b,
+        Payload::Reader { reader, .. } => {
+            return copy_body(reader, BodyWriter::new(io, out, framing, timeout));
+        }
+        Payload::Writer(write) => {
+            let mut writer = BodyWriter::new(io, out, framing, timeout);
+            write(&mut writer)?;
+            return writer.finish();
         }
     };
     if bytes.len() <= INLINE_BODY {

@@ -16,19 +16,14 @@ pub(crate) struct DateCache {
 
 impl DateCache {
     pub(crate) fn new() -> DateCache {
-        let mut cache = DateCache {
-            secs: u64::MAX,
-            text: [0; DATE_LEN],
-        };
+        let mut cache = DateCache { secs: u64::MAX, text: [0; DATE_LEN] };
         cache.now();
         cache
     }
 
     /// Returns the current time as IMF-fixdate bytes.
     pub(crate) fn now(&mut self) -> &[u8; DATE_LEN] {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if secs != self.secs {
             self.secs = secs;
             self.text = format_imf_fixdate(secs);
@@ -38,9 +33,8 @@ impl DateCache {
 }
 
 const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
-const MONTHS: [&[u8; 3]; 12] = [
-    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
-];
+const MONTHS: [&[u8; 3]; 12] =
+    [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
 
 /// Formats seconds since the Unix epoch as IMF-fixdate.
 pub(crate) fn format_imf_fixdate(secs: u64) -> [u8; DATE_LEN] {

@@ -29,27 +29,15 @@ impl Error {
     }
 
     pub(crate) fn body_too_large(_limit: usize) -> Error {
-        Error {
-            kind: ErrorKind::BodyTooLarge,
-            context: "request body over the limit",
-            source: None,
-        }
+        Error { kind: ErrorKind::BodyTooLarge, context: "request body over the limit", source: None }
     }
 
     pub(crate) fn invalid_utf8() -> Error {
-        Error {
-            kind: ErrorKind::InvalidUtf8,
-            context: "request body is not UTF-8",
-            source: None,
-        }
+        Error { kind: ErrorKind::InvalidUtf8, context: "request body is not UTF-8", source: None }
     }
 
     pub(crate) fn from_body(e: io::Error) -> Error {
-        Error {
-            kind: ErrorKind::Io,
-            context: "reading the request body",
-            source: Some(e),
-        }
+        Error { kind: ErrorKind::Io, context: "reading the request body", source: Some(e) }
     }
 }
 
@@ -72,10 +60,7 @@ impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
         let kind = match e.kind {
             ErrorKind::BodyTooLarge | ErrorKind::InvalidUtf8 => io::ErrorKind::InvalidData,
-            ErrorKind::Io => e
-                .source
-                .as_ref()
-                .map_or(io::ErrorKind::Other, io::Error::kind),
+            ErrorKind::Io => e.source.as_ref().map_or(io::ErrorKind::Other, io::Error::kind),
         };
         io::Error::new(kind, e)
     }

@@ -28,10 +28,7 @@ pub fn parse(data: &[u8]) {
 /// parked), with a handler that reads the body and answers with it. Returns
 /// the bytes written.
 pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
-    let config = Config {
-        body_read_timeout: Duration::from_millis(1),
-        ..Config::default()
-    };
+    let config = Config { body_read_timeout: Duration::from_millis(1), ..Config::default() };
     let mut scratch = Scratch::new(&config);
     let stopping = AtomicBool::new(false);
     let counters = Counters::default();
@@ -55,9 +52,7 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
     // Each round consumes at least one chunk, so this ends.
     loop {
         io.release();
-        if serve(&mut conn, &mut io, &mut cx) == Next::Close
-            || (io.chunks.is_empty() && io.current.is_empty())
-        {
+        if serve(&mut conn, &mut io, &mut cx) == Next::Close || (io.chunks.is_empty() && io.current.is_empty()) {
             break;
         }
     }

@@ -16,9 +16,7 @@ impl<'a> Headers<'a> {
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&'a str> {
-        self.all_bytes(name)
-            .next()
-            .and_then(|v| std::str::from_utf8(v).ok())
+        self.all_bytes(name).next().and_then(|v| std::str::from_utf8(v).ok())
     }
 
     pub(crate) fn all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a [u8]> + 's {
@@ -34,10 +32,7 @@ impl<'a> Headers<'a> {
     }
 
     pub(crate) fn iter(&self) -> HeaderIter<'a> {
-        HeaderIter {
-            head: self.head,
-            spans: self.spans.iter(),
-        }
+        HeaderIter { head: self.head, spans: self.spans.iter() }
     }
 }
 
@@ -64,12 +59,7 @@ impl<'a> Iterator for HeaderIter<'a> {
 }
 
 /// Header names whose values must not reach a log.
-const SENSITIVE: [&str; 4] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-];
+const SENSITIVE: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "set-cookie"];
 
 /// True for headers whose values `Debug` output redacts.
 pub(crate) fn is_sensitive(name: &str) -> bool {
@@ -122,15 +112,7 @@ mod tests {
         assert!(is_valid_value("text/plain; charset=utf-8"));
         assert!(is_valid_value(""));
         assert!(is_valid_value("a\tb"));
-        for bad in [
-            "a\r\nSet-Cookie: x",
-            "a\nb",
-            "a\rb",
-            "a\0b",
-            "a\x7fb",
-            " a",
-            "a ",
-        ] {
+        for bad in ["a\r\nSet-Cookie: x", "a\nb", "a\rb", "a\0b", "a\x7fb", " a", "a "] {
             assert!(!is_valid_value(bad), "{bad:?}");
         }
     }
@@ -139,18 +121,9 @@ mod tests {
     fn lookups_are_case_insensitive_and_see_every_value() {
         let head = b"Host: a\r\nX-A: 1\r\nx-a: 2\r\n";
         let spans = [
-            HeaderSpan {
-                name: (0, 4),
-                value: (6, 1),
-            },
-            HeaderSpan {
-                name: (9, 3),
-                value: (14, 1),
-            },
-            HeaderSpan {
-                name: (17, 3),
-                value: (22, 1),
-            },
+            HeaderSpan { name: (0, 4), value: (6, 1) },
+            HeaderSpan { name: (9, 3), value: (14, 1) },
+            HeaderSpan { name: (17, 3), value: (22, 1) },
         ];
         let headers = Headers::new(head, &spans);
         assert_eq!(headers.get("HOST"), Some("a"));
@@ -162,10 +135,7 @@ mod tests {
     #[test]
     fn debug_redacts_credentials() {
         let head = b"Cookie: secret";
-        let spans = [HeaderSpan {
-            name: (0, 6),
-            value: (8, 6),
-        }];
+        let spans = [HeaderSpan { name: (0, 6), value: (8, 6) }];
         let shown = format!("{:?}", Headers::new(head, &spans));
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("redacted"));

@@ -18,10 +18,7 @@ impl Request<'_> {
             Version::Http10 => http::Version::HTTP_10,
             Version::Http11 => http::Version::HTTP_11,
         };
-        let mut builder = http::Request::builder()
-            .method(self.method())
-            .uri(self.target())
-            .version(version);
+        let mut builder = http::Request::builder().method(self.method()).uri(self.target()).version(version);
         for (name, value) in self.headers() {
             builder = builder.header(name, value);
         }
@@ -36,8 +33,7 @@ impl<B: Into<Content>> From<http::Response<B>> for Response {
         let (parts, body) = resp.into_parts();
         let mut out = Response::status(parts.status.as_u16()).with_body(body);
         for (name, value) in &parts.headers {
-            let value =
-                String::from_utf8(value.as_bytes().to_vec()).unwrap_or_else(|_| "\u{0}".into());
+            let value = String::from_utf8(value.as_bytes().to_vec()).unwrap_or_else(|_| "\u{0}".into());
             out.set_header(name.as_str().to_owned(), value);
         }
         out
@@ -68,10 +64,7 @@ mod tests {
     #[test]
     fn non_utf8_header_values_make_the_response_invalid() {
         let value = http::HeaderValue::from_bytes(b"\xff").unwrap();
-        let resp = http::Response::builder()
-            .header("X", value)
-            .body("")
-            .unwrap();
+        let resp = http::Response::builder().header("X", value).body("").unwrap();
         assert!(plan(&Response::from(resp), Version::Http11, false).is_err());
     }
 }

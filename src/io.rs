@@ -29,11 +29,7 @@ pub(crate) trait Transport: Read + Write {
 }
 
 /// Reads at least one byte (or end of stream), waiting up to `timeout` for it.
-pub(crate) fn read_wait(
-    io: &mut dyn Transport,
-    buf: &mut [u8],
-    timeout: Duration,
-) -> io::Result<usize> {
+pub(crate) fn read_wait(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
     loop {
         match io.read(buf) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Readable, timeout)?,
@@ -45,11 +41,7 @@ pub(crate) fn read_wait(
 
 /// Writes all of `buf`, waiting up to `timeout` each time the peer stops
 /// taking bytes.
-pub(crate) fn write_all_wait(
-    io: &mut dyn Transport,
-    mut buf: &[u8],
-    timeout: Duration,
-) -> io::Result<()> {
+pub(crate) fn write_all_wait(io: &mut dyn Transport, mut buf: &[u8], timeout: Duration) -> io::Result<()> {
     while !buf.is_empty() {
         match io.write(buf) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -79,10 +71,7 @@ pub(crate) struct Waiter {
 
 impl Waiter {
     pub(crate) fn new() -> io::Result<Waiter> {
-        Ok(Waiter {
-            poll: Poll::new()?,
-            events: Events::with_capacity(4),
-        })
+        Ok(Waiter { poll: Poll::new()?, events: Events::with_capacity(4) })
     }
 
     fn wait(&mut self, fd: &impl AsRawFd, ready: Ready, timeout: Duration) -> io::Result<()> {
@@ -92,9 +81,7 @@ impl Waiter {
             Ready::Readable => Interest::READABLE,
             Ready::Writable => Interest::WRITABLE,
         };
-        self.poll
-            .registry()
-            .register(&mut source, Token(0), interest)?;
+        self.poll.registry().register(&mut source, Token(0), interest)?;
         // A timeout too large to add (e.g. `Duration::MAX`) waits forever.
         let result = self.poll_until(Instant::now().checked_add(timeout));
         self.poll.registry().deregister(&mut source)?;
@@ -162,10 +149,7 @@ pub(crate) struct Script {
 
 impl Script {
     pub(crate) fn new(chunks: &[&[u8]]) -> Script {
-        Script {
-            chunks: chunks.iter().map(|c| c.to_vec()).collect(),
-            ..Script::default()
-        }
+        Script { chunks: chunks.iter().map(|c| c.to_vec()).collect(), ..Script::default() }
     }
 
     /// Makes the next chunk readable, as a poller wake-up would.

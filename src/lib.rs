@@ -33,9 +33,9 @@ mod upgrade;
 pub use body::Body;
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES,
-    DEFAULT_MAX_HEAD_BYTES, DEFAULT_MAX_HEADERS, DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH,
-    DEFAULT_SHUTDOWN_GRACE, DEFAULT_WRITE_TIMEOUT, Overload, default_workers,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES,
+    DEFAULT_MAX_HEADERS, DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_SHUTDOWN_GRACE, DEFAULT_WRITE_TIMEOUT,
+    Overload, default_workers,
 };
 pub use error::{Error, ErrorKind};
 pub use handler::Handler;
@@ -44,4 +44,5 @@ pub use request::{Request, Version};
 pub use response::{Content, Response};
 pub use server::{Server, ServerHandle, ShutdownSignal};
 pub use stats::Stats;
+pub use stream::BodyWriter;
 pub use upgrade::Upgraded;

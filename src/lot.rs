@@ -53,6 +53,10 @@ enum Slot {
 /// What the lock protects.
 pub(crate) struct Lot {
     slots: Vec<Slot>,
+    /// The latest generation handed out per slot. It keeps counting across
+    /// the connections a slot holds, so a deadline or event left by an
+    /// earlier occupant can never match a later one.
+    generations: Vec<u32>,
     free: Vec<u32>,
     /// Deadlines of parks the poller has not seen yet: (deadline, slot, generation).
     pub(crate) new_timers: Vec<(Instant, u32, u32)>,
@@ -102,6 +106,12 @@ impl Lot {
         self.slots.len() - self.free.len()
     }
 
+    fn next_generation(&mut self, slot: u32) -> u32 {
+        let generation = &mut self.generations[slot as usize];
+        *generation = generation.wrapping_add(1);
+        *generation
+    }
+
     fn free(&mut self, slot: u32) {
         self.slots[slot as usize] = Slot::Free;
         self.free.push(slot);
@@ -128,6 +138,7 @@ impl Shared {
     pub(crate) fn new(config: Config, registry: Registry, waker: Waker) -> Shared {
         let lot = Lot {
             slots: Vec::new(),
+            generations: Vec::new(),
             free: Vec::new(),
             new_timers: Vec::new(),
             closed: false,
@@ -152,37 +163,25 @@ impl Shared {
 
     /// Registers a newly accepted connection and parks it until its first
     /// bytes arrive.
-    pub(crate) fn admit(
-        &self,
-        mut stream: Stream,
-        peer: Peer,
-        now: Instant,
-    ) -> std::io::Result<()> {
+    pub(crate) fn admit(&self, mut stream: Stream, peer: Peer, now: Instant) -> std::io::Result<()> {
         let mut lot = self.lock();
         let slot = match lot.free.pop() {
             Some(slot) => slot,
             None => {
                 lot.slots.push(Slot::Free);
+                lot.generations.push(0);
                 (lot.slots.len() - 1) as u32
             }
         };
-        if let Err(e) = self
-            .registry
-            .register(&mut stream, token(slot, 0), Interest::READABLE)
-        {
+        let generation = lot.next_generation(slot);
+        if let Err(e) = self.registry.register(&mut stream, token(slot, generation), Interest::READABLE) {
             lot.free(slot);
             return Err(e);
         }
         let deadline = now + self.config.head_timeout;
-        lot.new_timers.push((deadline, slot, 0));
+        lot.new_timers.push((deadline, slot, generation));
         let state = ConnState::default();
-        lot.slots[slot as usize] = Slot::Parked(Conn {
-            stream,
-            peer,
-            state,
-            slot,
-            generation: 0,
-        });
+        lot.slots[slot as usize] = Slot::Parked(Conn { stream, peer, state, slot, generation });
         lot.parked += 1;
         self.counters.accepted();
         Ok(())
@@ -201,15 +200,11 @@ impl Shared {
             self.forget(&mut lot, conn);
             return;
         }
-        conn.generation = conn.generation.wrapping_add(1);
+        conn.generation = lot.next_generation(conn.slot);
         let (slot, generation) = (conn.slot, conn.generation);
         // Re-arming while holding the lock: bytes that arrived since the last
         // read raise an event only the poller can act on, after we release.
-        if let Err(e) = self.registry.reregister(
-            &mut conn.stream,
-            token(slot, generation),
-            Interest::READABLE,
-        ) {
+        if let Err(e) = self.registry.reregister(&mut conn.stream, token(slot, generation), Interest::READABLE) {
             log::debug!("{}: re-arming failed: {e}", conn.peer);
             self.forget(&mut lot, conn);
             return;
@@ -235,9 +230,7 @@ impl Shared {
     }
 
     pub(crate) fn wake_poller_if_waiting(&self) {
-        if self.poller_waiting.load(Ordering::Relaxed)
-            && self.poller_waiting.swap(false, Ordering::AcqRel)
-        {
+        if self.poller_waiting.load(Ordering::Relaxed) && self.poller_waiting.swap(false, Ordering::AcqRel) {
             if let Err(e) = self.waker.wake() {
                 log::error!("waking the poller failed: {e}");
             }

@@ -116,21 +116,11 @@ impl AsRawFd for Stream {
 }
 
 impl Source for Stream {
-    fn register(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         each!(self, s => s.register(registry, token, interests))
     }
 
-    fn reregister(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         each!(self, s => s.reregister(registry, token, interests))
     }
 
@@ -140,24 +130,14 @@ impl Source for Stream {
 }
 
 impl Source for Listener {
-    fn register(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         match self {
             Listener::Tcp(l) => l.register(registry, token, interests),
             Listener::Unix(l) => l.register(registry, token, interests),
         }
     }
 
-    fn reregister(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         match self {
             Listener::Tcp(l) => l.reregister(registry, token, interests),
             Listener::Unix(l) => l.reregister(registry, token, interests),

@@ -101,11 +101,7 @@ impl ParseError {
 /// Returns `Ok(None)` while the head is incomplete and still within limits,
 /// `Ok(Some(head))` once it is complete and valid; header positions are
 /// pushed to `spans` (cleared first).
-pub(crate) fn parse_head(
-    buf: &[u8],
-    limits: &Limits,
-    spans: &mut Vec<HeaderSpan>,
-) -> Result<Option<Head>, ParseError> {
+pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
     spans.clear();
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
     let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
@@ -125,24 +121,15 @@ pub(crate) fn parse_head(
     if target.len() > limits.max_uri_bytes {
         return Err(ParseError::UriTooLong);
     }
-    let version = if minor == 1 {
-        Version::Http11
-    } else {
-        Version::Http10
-    };
+    let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
     let mut framing = Framing::default();
     for h in req.headers.iter() {
         framing.add(h.name, h.value, version)?;
-        spans.push(HeaderSpan {
-            name: span(buf, h.name.as_bytes()),
-            value: span(buf, h.value),
-        });
+        spans.push(HeaderSpan { name: span(buf, h.name.as_bytes()), value: span(buf, h.value) });
     }
     let body = framing.body_kind(limits)?;
     if version == Version::Http11 && framing.hosts != 1 {
-        return Err(ParseError::Malformed(
-            "HTTP/1.1 request needs exactly one Host",
-        ));
+        return Err(ParseError::Malformed("HTTP/1.1 request needs exactly one Host"));
     }
     Ok(Some(Head {
         len,
@@ -305,17 +292,13 @@ impl Framing {
     fn body_kind(&self, limits: &Limits) -> Result<BodyKind, ParseError> {
         match (self.transfer_encoding, self.content_length) {
             (TransferEncoding::Absent, None) => Ok(BodyKind::Empty),
-            (TransferEncoding::Absent, Some(n)) if n > limits.max_body_bytes => {
-                Err(ParseError::BodyTooLarge)
-            }
+            (TransferEncoding::Absent, Some(n)) if n > limits.max_body_bytes => Err(ParseError::BodyTooLarge),
             (TransferEncoding::Absent, Some(0)) => Ok(BodyKind::Empty),
             (TransferEncoding::Absent, Some(n)) => Ok(BodyKind::Length(n)),
-            (_, Some(_)) => Err(ParseError::Malformed(
-                "both Transfer-Encoding and Content-Length",
-            )),
-            (TransferEncoding::NotFinalChunked, None) => Err(ParseError::Malformed(
-                "chunked is not the final transfer coding",
-            )),
+            (_, Some(_)) => Err(ParseError::Malformed("both Transfer-Encoding and Content-Length")),
+            (TransferEncoding::NotFinalChunked, None) => {
+                Err(ParseError::Malformed("chunked is not the final transfer coding"))
+            }
             (TransferEncoding::Chunked, None) => Ok(BodyKind::Chunked),
         }
     }
@@ -335,10 +318,7 @@ pub(crate) fn parse_decimal(value: &[u8]) -> Option<u64> {
 /// The elements of a comma-separated list (RFC 9110 §5.6.1), trimmed of
 /// optional whitespace, empty elements skipped.
 pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
-    value
-        .split(|&b| b == b',')
-        .map(trim)
-        .filter(|t| !t.is_empty())
+    value.split(|&b| b == b',').map(trim).filter(|t| !t.is_empty())
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {

@@ -48,8 +48,7 @@ impl Poller {
         shared: Arc<Shared>,
         queue: Sender<Conn>,
     ) -> io::Result<Poller> {
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         Ok(Poller {
             poll,
             events: Events::with_capacity(1024),
@@ -79,27 +78,16 @@ impl Poller {
             self.dispatch_backlog();
             self.expire(Instant::now());
             self.accept();
-            self.shared
-                .backlog
-                .store(self.backlog.len(), Ordering::Relaxed);
+            self.shared.backlog.store(self.backlog.len(), Ordering::Relaxed);
         }
         self.shut_down();
     }
 
     fn timeout(&self) -> Duration {
         let now = Instant::now();
-        let next_timer = self
-            .timers
-            .peek()
-            .map(|Reverse((at, _, _))| at.saturating_duration_since(now));
-        let accept_pause = self
-            .accept_paused_until
-            .map(|at| at.saturating_duration_since(now));
-        [Some(TICK), next_timer, accept_pause]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(TICK)
+        let next_timer = self.timers.peek().map(|Reverse((at, _, _))| at.saturating_duration_since(now));
+        let accept_pause = self.accept_paused_until.map(|at| at.saturating_duration_since(now));
+        [Some(TICK), next_timer, accept_pause].into_iter().flatten().min().unwrap_or(TICK)
     }
 
     /// Takes the parked connections that became readable and queues them.
@@ -178,9 +166,7 @@ impl Poller {
             // Entries of connections that moved on are dropped lazily; keep
             // the heap proportional to what is parked.
             if self.timers.len() > 2 * lot.parked + 1024 {
-                self.timers.retain(|Reverse((_, slot, generation))| {
-                    lot.is_parked(token(*slot, *generation))
-                });
+                self.timers.retain(|Reverse((_, slot, generation))| lot.is_parked(token(*slot, *generation)));
             }
         }
         for mut conn in expired {
@@ -198,14 +184,7 @@ impl Poller {
         let mut out = Vec::with_capacity(160);
         let resp = Response::error(408);
         let reason = crate::status::reason(408);
-        encode_head(
-            &resp,
-            Framing::Length(reason.len() as u64),
-            false,
-            Version::Http11,
-            self.date.now(),
-            &mut out,
-        );
+        encode_head(&resp, Framing::Length(reason.len() as u64), false, Version::Http11, self.date.now(), &mut out);
         out.extend_from_slice(reason.as_bytes());
         let _ = conn.stream.write(&out);
     }
@@ -260,15 +239,13 @@ impl Poller {
     #[cfg(feature = "tls")]
     fn secure(&self, stream: Stream, peer: Peer) -> Option<Stream> {
         match (&self.shared.config.tls, stream) {
-            (Some(config), Stream::Tcp(tcp)) => {
-                match crate::tls::TlsStream::new(tcp, config.clone()) {
-                    Ok(tls) => Some(Stream::Tls(Box::new(tls))),
-                    Err(e) => {
-                        log::warn!("{peer}: starting TLS failed: {e}");
-                        None
-                    }
+            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp, config.clone()) {
+                Ok(tls) => Some(Stream::Tls(Box::new(tls))),
+                Err(e) => {
+                    log::warn!("{peer}: starting TLS failed: {e}");
+                    None
                 }
-            }
+            },
             (_, stream) => Some(stream),
         }
     }
@@ -286,14 +263,7 @@ impl Poller {
         resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
         let mut out = Vec::with_capacity(192);
         let reason = crate::status::reason(503);
-        encode_head(
-            &resp,
-            Framing::Length(reason.len() as u64),
-            false,
-            Version::Http11,
-            self.date.now(),
-            &mut out,
-        );
+        encode_head(&resp, Framing::Length(reason.len() as u64), false, Version::Http11, self.date.now(), &mut out);
         out.extend_from_slice(reason.as_bytes());
         let _ = stream.write(&out);
         stream.shutdown_write();
@@ -309,11 +279,7 @@ impl Poller {
         }
         // Requests that already arrived on parked connections are served
         // (with `Connection: close`) rather than dropped.
-        if self
-            .poll
-            .poll(&mut self.events, Some(Duration::ZERO))
-            .is_ok()
-        {
+        if self.poll.poll(&mut self.events, Some(Duration::ZERO)).is_ok() {
             self.wake_ready();
         }
         let idle = {
@@ -339,10 +305,5 @@ impl Poller {
 /// Accept errors about one connection that went away; the next accept may
 /// well succeed.
 fn is_transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::Interrupted
-    )
+    matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted)
 }

@@ -23,17 +23,14 @@ pub(crate) fn spawn<H: Handler>(
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     (0..n)
         .map(|i| {
-            let (shared, handler, queue, done) =
-                (shared.clone(), handler.clone(), queue.clone(), done.clone());
-            thread::Builder::new()
-                .name(format!("httpool-worker-{i}"))
-                .spawn(move || {
-                    match Waiter::new() {
-                        Ok(waiter) => work(&shared, &*handler, &queue, waiter),
-                        Err(e) => log::error!("worker {i} could not start: {e}"),
-                    }
-                    let _ = done.send(());
-                })
+            let (shared, handler, queue, done) = (shared.clone(), handler.clone(), queue.clone(), done.clone());
+            thread::Builder::new().name(format!("httpool-worker-{i}")).spawn(move || {
+                match Waiter::new() {
+                    Ok(waiter) => work(&shared, &*handler, &queue, waiter),
+                    Err(e) => log::error!("worker {i} could not start: {e}"),
+                }
+                let _ = done.send(());
+            })
         })
         .collect()
 }
@@ -45,10 +42,7 @@ fn work<H: Handler>(shared: &Shared, handler: &H, queue: &Receiver<Conn>, mut wa
     while let Ok(mut conn) = queue.recv() {
         shared.wake_poller_if_waiting();
         let next = {
-            let mut io = Socket {
-                stream: &mut conn.stream,
-                waiter: &mut waiter,
-            };
+            let mut io = Socket { stream: &mut conn.stream, waiter: &mut waiter };
             let mut cx = Ctx {
                 handler,
                 config: &shared.config,
@@ -59,10 +53,7 @@ fn work<H: Handler>(shared: &Shared, handler: &H, queue: &Receiver<Conn>, mut wa
             };
             // Handler panics are caught inside; this catches a panicking body
             // reader, which leaves the connection in an unknown state.
-            catch_unwind(AssertUnwindSafe(|| {
-                serve(&mut conn.state, &mut io, &mut cx)
-            }))
-            .unwrap_or_else(|_| {
+            catch_unwind(AssertUnwindSafe(|| serve(&mut conn.state, &mut io, &mut cx))).unwrap_or_else(|_| {
                 log::error!("{}: panic while writing a response; closing", conn.peer);
                 shared.counters.panic();
                 scratch.out.clear();

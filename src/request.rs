@@ -51,13 +51,7 @@ impl<'a> Request<'a> {
         peer: Peer,
         body: Body<'a>,
     ) -> Request<'a> {
-        Request {
-            head,
-            parsed,
-            headers: Headers::new(head, spans),
-            peer,
-            body,
-        }
+        Request { head, parsed, headers: Headers::new(head, spans), peer, body }
     }
 
     fn text(&self, (start, len): (u32, u32)) -> &str {

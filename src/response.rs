@@ -8,6 +8,7 @@ use crate::headers::{is_sensitive, is_valid_name, is_valid_value};
 use crate::parse::{parse_decimal, tokens};
 use crate::request::Version;
 use crate::status::{forbids_body, reason};
+use crate::stream::BodyWriter;
 use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// A response body.
@@ -19,11 +20,12 @@ pub struct Content(pub(crate) Payload);
 pub(crate) enum Payload {
     Static(&'static [u8]),
     Owned(Vec<u8>),
-    Reader {
-        reader: Box<dyn Read + Send>,
-        len: Option<u64>,
-    },
+    Reader { reader: Box<dyn Read + Send>, len: Option<u64> },
+    Writer(StreamFn),
 }
+
+/// A closure that writes a streamed body.
+pub(crate) type StreamFn = Box<dyn FnOnce(&mut BodyWriter<'_>) -> std::io::Result<()> + Send>;
 
 impl fmt::Debug for Content {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -31,6 +33,7 @@ impl fmt::Debug for Content {
             Payload::Static(b) => write!(f, "Content({} bytes)", b.len()),
             Payload::Owned(b) => write!(f, "Content({} bytes)", b.len()),
             Payload::Reader { len, .. } => write!(f, "Content(reader, length {len:?})"),
+            Payload::Writer(_) => f.write_str("Content(writer)"),
         }
     }
 }
@@ -113,16 +116,12 @@ impl Response {
 
     /// `200 OK` with a `text/plain; charset=utf-8` body.
     pub fn text(body: impl Into<Content>) -> Response {
-        Response::status(200)
-            .with_content_type("text/plain; charset=utf-8")
-            .with_body(body)
+        Response::status(200).with_content_type("text/plain; charset=utf-8").with_body(body)
     }
 
     /// `200 OK` with an `application/octet-stream` body.
     pub fn bytes(body: impl Into<Content>) -> Response {
-        Response::status(200)
-            .with_content_type("application/octet-stream")
-            .with_body(body)
+        Response::status(200).with_content_type("application/octet-stream").with_body(body)
     }
 
     /// `200 OK` streaming `reader`. With `len` the body is sent with
@@ -130,13 +129,8 @@ impl Response {
     /// connection is closed); without it, `chunked` to HTTP/1.1 clients and
     /// close-delimited to HTTP/1.0 clients.
     pub fn reader(reader: impl Read + Send + 'static, len: Option<u64>) -> Response {
-        let body = Content(Payload::Reader {
-            reader: Box::new(reader),
-            len,
-        });
-        Response::status(200)
-            .with_content_type("application/octet-stream")
-            .with_body(body)
+        let body = Content(Payload::Reader { reader: Box::new(reader), len });
+        Response::status(200).with_content_type("application/octet-stream").with_body(body)
     }
 
     /// `101 Switching Protocols`: after it is sent, `on_upgrade` gets the
@@ -172,6 +166,30 @@ impl Response {
         resp
     }
 
+    /// `200 OK` whose body `write` produces while it is sent (`chunked` to
+    /// HTTP/1.1 clients, close-delimited to HTTP/1.0). Call
+    /// [`flush`](std::io::Write::flush) on the writer to push what was
+    /// written so far to the client — e.g. after each server-sent event. An
+    /// error from `write` closes the connection.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use httpool::Response;
+    ///
+    /// let events = Response::stream(|out| {
+    ///     for i in 0..3 {
+    ///         write!(out, "data: tick {i}\n\n")?;
+    ///         out.flush()?;
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .with_content_type("text/event-stream");
+    /// # let _ = events;
+    /// ```
+    pub fn stream(write: impl FnOnce(&mut BodyWriter<'_>) -> std::io::Result<()> + Send + 'static) -> Response {
+        Response::status(200).with_body(Content(Payload::Writer(Box::new(write))))
+    }
+
     /// Replaces the status code.
     pub fn with_status(mut self, code: u16) -> Response {
         let fresh = Response::status(code);
@@ -192,11 +210,7 @@ impl Response {
     }
 
     /// Adds a header; see [`Response::set_header`].
-    pub fn with_header(
-        mut self,
-        name: impl Into<Cow<'static, str>>,
-        value: impl Into<Cow<'static, str>>,
-    ) -> Response {
+    pub fn with_header(mut self, name: impl Into<Cow<'static, str>>, value: impl Into<Cow<'static, str>>) -> Response {
         self.set_header(name, value);
         self
     }
@@ -215,11 +229,7 @@ impl Response {
     /// `HEAD` response or a reader body of unknown length is framed with.
     /// `Transfer-Encoding` is ignored: the crate chooses the framing.
     /// `Connection: close` is the same as [`Response::with_close`].
-    pub fn set_header(
-        &mut self,
-        name: impl Into<Cow<'static, str>>,
-        value: impl Into<Cow<'static, str>>,
-    ) {
+    pub fn set_header(&mut self, name: impl Into<Cow<'static, str>>, value: impl Into<Cow<'static, str>>) {
         let (name, value) = (name.into(), value.into());
         if !is_valid_name(&name) || !is_valid_value(&value) {
             log::error!("handler set an invalid header {name:?}; answering 500");
@@ -255,29 +265,20 @@ impl Response {
         if name.eq_ignore_ascii_case("content-type") {
             return self.content_type.as_deref();
         }
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| &**v)
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| &**v)
     }
 
     /// The status line and a short text body for an error the crate answers
     /// itself; always closes.
     pub(crate) fn error(code: u16) -> Response {
-        Response::status(code)
-            .with_content_type("text/plain; charset=utf-8")
-            .with_body(reason(code))
-            .with_close()
+        Response::status(code).with_content_type("text/plain; charset=utf-8").with_body(reason(code)).with_close()
     }
 }
 
 impl fmt::Debug for Response {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headers: Vec<_> = self
-            .headers
-            .iter()
-            .map(|(n, v)| (n, if is_sensitive(n) { "<redacted>" } else { &**v }))
-            .collect();
+        let headers: Vec<_> =
+            self.headers.iter().map(|(n, v)| (n, if is_sensitive(n) { "<redacted>" } else { &**v })).collect();
         f.debug_struct("Response")
             .field("status", &self.status)
             .field("content_type", &self.content_type)
@@ -303,11 +304,7 @@ pub(crate) enum Framing {
 
 /// Chooses the framing of `resp` for a request of `version` (RFC 9112 §6.3).
 /// `Err` when the handler's headers contradict the body.
-pub(crate) fn plan(
-    resp: &Response,
-    version: Version,
-    is_head: bool,
-) -> Result<Framing, &'static str> {
+pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<Framing, &'static str> {
     if let Some(why) = resp.invalid {
         return Err(why);
     }
@@ -318,6 +315,7 @@ pub(crate) fn plan(
         Payload::Static(b) => Some(b.len() as u64),
         Payload::Owned(b) => Some(b.len() as u64),
         Payload::Reader { len, .. } => *len,
+        Payload::Writer(_) => None,
     };
     let len = match (known, resp.declared_length) {
         (Some(k), Some(d)) if k != d && !(is_head && k == 0) => {
@@ -327,9 +325,7 @@ pub(crate) fn plan(
     };
     Ok(match (resp.status, len) {
         (code, _) if code < 200 || code == 204 => Framing::None { announce: None },
-        (304, len) => Framing::None {
-            announce: resp.declared_length.or(len.filter(|&n| n > 0)),
-        },
+        (304, len) => Framing::None { announce: resp.declared_length.or(len.filter(|&n| n > 0)) },
         (_, len) if is_head => Framing::None { announce: len },
         (_, Some(n)) => Framing::Length(n),
         (_, None) if version == Version::Http11 => Framing::Chunked,

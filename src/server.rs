@@ -63,10 +63,7 @@ impl Server {
     /// socket activation, wrap the inherited descriptor 3 in a
     /// `TcpListener` and pass it here.
     pub fn from_listener(listener: TcpListener) -> Server {
-        Server {
-            listener: Bound::Tcp(listener),
-            config: Config::default(),
-        }
+        Server { listener: Bound::Tcp(listener), config: Config::default() }
     }
 
     /// Binds a Unix domain socket at `path` (which must not exist).
@@ -82,10 +79,7 @@ impl Server {
 
     /// Serves on a Unix domain socket listener bound elsewhere.
     pub fn from_unix_listener(listener: UnixListener) -> Server {
-        Server {
-            listener: Bound::Unix(listener),
-            config: Config::default(),
-        }
+        Server { listener: Bound::Unix(listener), config: Config::default() }
     }
 
     /// The address the server listens on; the unspecified address `0.0.0.0:0`
@@ -264,17 +258,8 @@ impl Server {
         let poller = Poller::new(poll, listener, shared.clone(), queue_tx)?;
         let (done_tx, done_rx) = bounded(workers);
         let workers = pool::spawn(workers, &shared, &Arc::new(handler), &queue_rx, &done_tx)?;
-        let poller = thread::Builder::new()
-            .name("httpool-poller".into())
-            .spawn(move || poller.run())?;
-        Ok(ServerHandle {
-            shared,
-            addr,
-            poller: Some(poller),
-            workers,
-            done: done_rx,
-            queue: queue_rx,
-        })
+        let poller = thread::Builder::new().name("httpool-poller".into()).spawn(move || poller.run())?;
+        Ok(ServerHandle { shared, addr, poller: Some(poller), workers, done: done_rx, queue: queue_rx })
     }
 }
 
@@ -301,18 +286,14 @@ impl ServerHandle {
     /// A cloneable way to start shutdown from another thread (e.g. a signal
     /// handler thread) while this handle waits in [`ServerHandle::join`].
     pub fn signal(&self) -> ShutdownSignal {
-        ShutdownSignal {
-            shared: self.shared.clone(),
-        }
+        ShutdownSignal { shared: self.shared.clone() }
     }
 
     /// Live counters; see [`Stats`].
     pub fn stats(&self) -> Stats {
         let parked = self.shared.lock().parked;
         let waiting = self.shared.backlog.load(Ordering::Relaxed);
-        self.shared
-            .counters
-            .snapshot(parked, self.queue.len() + waiting)
+        self.shared.counters.snapshot(parked, self.queue.len() + waiting)
     }
 
     /// Stops the server gracefully and waits for it: stop accepting, close
@@ -346,10 +327,7 @@ impl ServerHandle {
                 let _ = worker.join();
             }
         } else {
-            log::warn!(
-                "{} workers still busy after the shutdown grace period",
-                self.workers.len() - finished
-            );
+            log::warn!("{} workers still busy after the shutdown grace period", self.workers.len() - finished);
         }
         all
     }
@@ -357,9 +335,7 @@ impl ServerHandle {
 
 impl std::fmt::Debug for ServerHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerHandle")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("ServerHandle").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 

@@ -1,6 +1,8 @@
-//! Writing a response body that comes from a `Read` (RFC 9112 §6.3, §7.1).
+//! Writing a response body that is produced while it is sent: from a
+//! `Read`, or by a closure writing to a [`BodyWriter`] (RFC 9112 §6.3, §7.1).
 
-use std::io::{self, Read};
+use std::fmt;
+use std::io::{self, Read, Write};
 use std::time::Duration;
 
 use crate::io::{Transport, write_all_wait};
@@ -9,62 +11,117 @@ use crate::response::Framing;
 /// Bytes queued before they are written out.
 const FLUSH_AT: usize = 64 * 1024;
 
-/// Size of one read from the body reader, and so of one chunk.
+/// Size of one read from a body reader.
 const CHUNK: usize = 16 * 1024;
 
-/// Writes `reader` to `io` behind the head already in `out`, framed as
-/// `framing` says. For `Length(n)` exactly `n` bytes are sent: a reader that
-/// ends early is an error (the connection must close), extra bytes are not
-/// read.
-pub(crate) fn copy_body(
-    io: &mut dyn Transport,
-    out: &mut Vec<u8>,
-    mut reader: Box<dyn Read + Send>,
-    framing: Framing,
+/// Where a streamed response body goes: `write` frames the bytes (as
+/// `chunked` chunks for HTTP/1.1 clients, raw for a known length or an
+/// HTTP/1.0 client) and queues them; `flush` sends what is queued — call it
+/// whenever the client should see what was written so far (e.g. after each
+/// server-sent event).
+///
+/// Errors: the client went away or stopped reading (the connection is then
+/// closed), or more bytes were written than a declared `Content-Length`.
+pub struct BodyWriter<'a> {
+    io: &'a mut dyn Transport,
+    out: &'a mut Vec<u8>,
+    chunked: bool,
+    /// Bytes still owed for a `Content-Length` body; `None` otherwise.
+    left: Option<u64>,
     timeout: Duration,
-) -> io::Result<()> {
-    let mut left = match framing {
-        Framing::Length(n) => n,
-        _ => u64::MAX,
-    };
-    let chunked = framing == Framing::Chunked;
+}
+
+impl<'a> BodyWriter<'a> {
+    pub(crate) fn new(io: &'a mut dyn Transport, out: &'a mut Vec<u8>, framing: Framing, timeout: Duration) -> Self {
+        let left = match framing {
+            Framing::Length(n) => Some(n),
+            _ => None,
+        };
+        BodyWriter { io, out, chunked: framing == Framing::Chunked, left, timeout }
+    }
+
+    /// Ends the body: the last chunk for `chunked`; for a declared length,
+    /// an error if fewer bytes were written.
+    pub(crate) fn finish(self) -> io::Result<()> {
+        if self.chunked {
+            self.out.extend_from_slice(b"0\r\n\r\n");
+        }
+        match self.left {
+            Some(left) if left > 0 => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "body shorter than its length")),
+            _ => Ok(()),
+        }
+    }
+
+    fn is_streaming(&self) -> bool {
+        self.left.is_none()
+    }
+}
+
+impl Write for BodyWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = match self.left {
+            Some(0) if !buf.is_empty() => {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "body longer than its length"));
+            }
+            Some(left) => buf.len().min(usize::try_from(left).unwrap_or(usize::MAX)),
+            None => buf.len(),
+        };
+        if n == 0 {
+            return Ok(0);
+        }
+        if self.chunked {
+            self.out.extend_from_slice(format_hex(n).as_slice());
+            self.out.extend_from_slice(b"\r\n");
+        }
+        self.out.extend_from_slice(&buf[..n]);
+        if self.chunked {
+            self.out.extend_from_slice(b"\r\n");
+        }
+        if let Some(left) = &mut self.left {
+            *left -= n as u64;
+        }
+        if self.out.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let sent = write_all_wait(self.io, self.out, self.timeout);
+        self.out.clear();
+        sent
+    }
+}
+
+impl fmt::Debug for BodyWriter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BodyWriter").field("chunked", &self.chunked).field("left", &self.left).finish()
+    }
+}
+
+/// Writes `reader` behind the head already in `out`. With a known length
+/// exactly that many bytes are sent (a reader that ends early is an error:
+/// the connection must close). Without one, each read is sent as soon as it
+/// is read, so a slow producer (events, a pipe) reaches the client at once.
+pub(crate) fn copy_body(mut reader: Box<dyn Read + Send>, mut writer: BodyWriter<'_>) -> io::Result<()> {
     let mut chunk = [0u8; CHUNK];
-    while left > 0 {
-        let want = CHUNK.min(usize::try_from(left).unwrap_or(CHUNK));
+    loop {
+        let want = writer.left.map_or(CHUNK, |left| CHUNK.min(usize::try_from(left).unwrap_or(CHUNK)));
+        if want == 0 {
+            break;
+        }
         let n = match reader.read(&mut chunk[..want]) {
+            Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        if n == 0 {
-            if left != u64::MAX {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "body reader ended before its length",
-                ));
-            }
-            break;
-        }
-        if chunked {
-            out.extend_from_slice(format_hex(n).as_slice());
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(&chunk[..n]);
-        if chunked {
-            out.extend_from_slice(b"\r\n");
-        }
-        if left != u64::MAX {
-            left -= n as u64;
-        }
-        if out.len() >= FLUSH_AT {
-            write_all_wait(io, out, timeout)?;
-            out.clear();
+        writer.write_all(&chunk[..n])?;
+        if writer.is_streaming() {
+            writer.flush()?;
         }
     }
-    if chunked {
-        out.extend_from_slice(b"0\r\n\r\n");
-    }
-    Ok(())
+    writer.finish()
 }
 
 /// `n` in lower-case hex without leading zeros.
@@ -101,23 +158,15 @@ mod tests {
     fn copy(body: &'static [u8], framing: Framing) -> io::Result<Vec<u8>> {
         let mut io = Script::default();
         let mut out = Vec::new();
-        copy_body(
-            &mut io,
-            &mut out,
-            Box::new(body),
-            framing,
-            Duration::from_secs(1),
-        )?;
+        let writer = BodyWriter::new(&mut io, &mut out, framing, Duration::from_secs(1));
+        copy_body(Box::new(body), writer)?;
         io.written.extend_from_slice(&out);
         Ok(io.written)
     }
 
     #[test]
     fn chunked_frames_each_read_and_ends_with_a_zero_chunk() {
-        assert_eq!(
-            copy(b"hello", Framing::Chunked).unwrap(),
-            b"5\r\nhello\r\n0\r\n\r\n"
-        );
+        assert_eq!(copy(b"hello", Framing::Chunked).unwrap(), b"5\r\nhello\r\n0\r\n\r\n");
         assert_eq!(copy(b"", Framing::Chunked).unwrap(), b"0\r\n\r\n");
     }
 
@@ -136,6 +185,30 @@ mod tests {
         assert_eq!(copy(b"hello world", Framing::Length(5)).unwrap(), b"hello");
         let short = copy(b"hi", Framing::Length(5)).unwrap_err();
         assert_eq!(short.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn streams_are_sent_read_by_read() {
+        // A reader yielding 3 then 2 bytes: each read reaches the socket on
+        // its own (the test transport records every write).
+        let reader = io::Read::chain(&b"abc"[..], &b"de"[..]);
+        let mut io = Script::default();
+        let mut out = Vec::new();
+        let writer = BodyWriter::new(&mut io, &mut out, Framing::Chunked, Duration::from_secs(1));
+        copy_body(Box::new(reader), writer).unwrap();
+        assert_eq!(io.written, b"3\r\nabc\r\n2\r\nde\r\n");
+        assert_eq!(out, b"0\r\n\r\n");
+    }
+
+    #[test]
+    fn a_writer_cannot_exceed_a_declared_length() {
+        let mut io = Script::default();
+        let mut out = Vec::new();
+        let mut writer = BodyWriter::new(&mut io, &mut out, Framing::Length(3), Duration::from_secs(1));
+        assert!(writer.write_all(b"abcd").is_err());
+        let mut writer = BodyWriter::new(&mut io, &mut out, Framing::Length(3), Duration::from_secs(1));
+        writer.write_all(b"ab").unwrap();
+        assert!(writer.finish().is_err());
     }
 
     #[test]

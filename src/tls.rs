@@ -38,11 +38,9 @@ use rustls::{ServerConfig, ServerConnection};
 /// # }
 /// ```
 pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<ServerConfig>> {
-    let invalid =
-        |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
-    let certs = CertificateDer::pem_slice_iter(cert_chain_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid(&e))?;
+    let invalid = |e: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, e.to_string());
+    let certs =
+        CertificateDer::pem_slice_iter(cert_chain_pem).collect::<Result<Vec<_>, _>>().map_err(|e| invalid(&e))?;
     if certs.is_empty() {
         return Err(invalid(&"no certificate in the PEM input"));
     }
@@ -65,10 +63,7 @@ pub(crate) struct TlsStream {
 }
 
 impl TlsStream {
-    pub(crate) fn new(
-        sock: mio::net::TcpStream,
-        config: Arc<ServerConfig>,
-    ) -> io::Result<TlsStream> {
+    pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
         Ok(TlsStream { sock, tls })
     }
@@ -143,21 +138,11 @@ impl AsRawFd for TlsStream {
 }
 
 impl Source for TlsStream {
-    fn register(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         self.sock.register(registry, token, interests)
     }
 
-    fn reregister(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         self.sock.reregister(registry, token, interests)
     }
 

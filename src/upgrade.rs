@@ -28,12 +28,7 @@ pub struct Upgraded<'a> {
 
 impl<'a> Upgraded<'a> {
     pub(crate) fn new(io: &'a mut dyn Transport, early: &'a [u8]) -> Upgraded<'a> {
-        Upgraded {
-            io,
-            early,
-            read_timeout: None,
-            write_timeout: None,
-        }
+        Upgraded { io, early, read_timeout: None, write_timeout: None }
     }
 
     /// Limits how long one read waits for the peer (`TimedOut` after it);
@@ -66,8 +61,7 @@ impl Write for Upgraded<'_> {
         loop {
             match self.io.write(buf) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.io
-                        .wait(Ready::Writable, self.write_timeout.unwrap_or(Duration::MAX))?;
+                    self.io.wait(Ready::Writable, self.write_timeout.unwrap_or(Duration::MAX))?;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => return other,
@@ -82,8 +76,6 @@ impl Write for Upgraded<'_> {
 
 impl fmt::Debug for Upgraded<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Upgraded")
-            .field("early_bytes", &self.early.len())
-            .finish_non_exhaustive()
+        f.debug_struct("Upgraded").field("early_bytes", &self.early.len()).finish_non_exhaustive()
     }
 }

@@ -17,32 +17,18 @@ fn decode(wire: &[u8], step: usize) -> Result<Vec<u8>, BodyError> {
             }
         }
     }
-    if decoder.is_done() {
-        Ok(body)
-    } else {
-        Err(BodyError::Io)
-    }
+    if decoder.is_done() { Ok(body) } else { Err(BodyError::Io) }
 }
 
 fn decodes(wire: &[u8], want: &[u8]) {
     for step in [1, 2, 3, wire.len()] {
-        assert_eq!(
-            decode(wire, step).as_deref(),
-            Ok(want),
-            "step {step}: {:?}",
-            String::from_utf8_lossy(wire)
-        );
+        assert_eq!(decode(wire, step).as_deref(), Ok(want), "step {step}: {:?}", String::from_utf8_lossy(wire));
     }
 }
 
 fn refuses(wire: &[u8]) {
     for step in [1, wire.len()] {
-        assert_eq!(
-            decode(wire, step),
-            Err(BodyError::Malformed),
-            "step {step}: {:?}",
-            String::from_utf8_lossy(wire)
-        );
+        assert_eq!(decode(wire, step), Err(BodyError::Malformed), "step {step}: {:?}", String::from_utf8_lossy(wire));
     }
 }
 
@@ -58,10 +44,7 @@ fn decodes_plain_chunks() {
 fn tolerates_extensions_and_trailers() {
     decodes(b"5;name=value\r\nhello\r\n0;last\r\n\r\n", b"hello");
     decodes(b"5 ;a=\"q\"\r\nhello\r\n0\r\n\r\n", b"hello");
-    decodes(
-        b"5\r\nhello\r\n0\r\nExpires: never\r\nX: y\r\n\r\n",
-        b"hello",
-    );
+    decodes(b"5\r\nhello\r\n0\r\nExpires: never\r\nX: y\r\n\r\n", b"hello");
 }
 
 #[test]
@@ -117,11 +100,7 @@ fn body_over<'a>(
     expect: bool,
 ) -> Body<'a> {
     buf[..buffered.len()].copy_from_slice(buffered);
-    let bounds = BodyBounds {
-        limit,
-        read_timeout: Duration::from_millis(10),
-        total_timeout: Duration::from_secs(60),
-    };
+    let bounds = BodyBounds { limit, read_timeout: Duration::from_millis(10), total_timeout: Duration::from_secs(60) };
     Body::new(kind, io, buf, buffered.len(), bounds, expect)
 }
 
@@ -142,14 +121,7 @@ fn length_body_reads_buffer_then_socket_and_stops_at_its_end() {
 fn chunked_body_leaves_the_next_request_in_the_buffer() {
     let mut io = Script::default();
     let mut buf = [0u8; 64];
-    let body = body_over(
-        &mut io,
-        &mut buf,
-        b"2\r\nhi\r\n0\r\n\r\nNEXT",
-        BodyKind::Chunked,
-        100,
-        false,
-    );
+    let body = body_over(&mut io, &mut buf, b"2\r\nhi\r\n0\r\n\r\nNEXT", BodyKind::Chunked, 100, false);
     let mut body = body;
     let mut got = Vec::new();
     body.read_to_end(&mut got).unwrap();
@@ -163,14 +135,7 @@ fn chunked_body_leaves_the_next_request_in_the_buffer() {
 fn chunked_body_over_the_limit_fails_as_too_large() {
     let mut io = Script::default();
     let mut buf = [0u8; 64];
-    let mut body = body_over(
-        &mut io,
-        &mut buf,
-        b"5\r\nhello\r\n0\r\n\r\n",
-        BodyKind::Chunked,
-        4,
-        false,
-    );
+    let mut body = body_over(&mut io, &mut buf, b"5\r\nhello\r\n0\r\n\r\n", BodyKind::Chunked, 4, false);
     let err = body.read_to_end(&mut Vec::new()).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidData);
     assert_eq!(body.finish().error, Some(BodyError::TooLarge));
@@ -214,14 +179,7 @@ fn drain_gives_up_past_its_bound() {
     let mut io = Script::new(&[&[b'x'; 10_000]]);
     io.patient = true;
     let mut buf = [0u8; 64];
-    let mut body = body_over(
-        &mut io,
-        &mut buf,
-        b"",
-        BodyKind::Length(10_000),
-        1 << 20,
-        false,
-    );
+    let mut body = body_over(&mut io, &mut buf, b"", BodyKind::Length(10_000), 1 << 20, false);
     assert!(!body.drain(100));
 }
 
@@ -230,11 +188,7 @@ fn the_whole_body_has_a_deadline() {
     let mut io = Script::new(&[b"a", b"b"]);
     io.patient = true;
     let mut buf = [0u8; 64];
-    let bounds = BodyBounds {
-        limit: 100,
-        read_timeout: Duration::from_secs(10),
-        total_timeout: Duration::ZERO,
-    };
+    let bounds = BodyBounds { limit: 100, read_timeout: Duration::from_secs(10), total_timeout: Duration::ZERO };
     let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);
     let err = body.read(&mut [0; 8]).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::TimedOut);

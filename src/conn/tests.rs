@@ -26,14 +26,8 @@ fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) 
     io.patient = true;
     let mut conn = ConnState::default();
     let mut outcomes = Vec::new();
-    let mut cx = Ctx {
-        handler,
-        config: &config,
-        scratch: &mut scratch,
-        stopping: &stopping,
-        counters: &counters,
-        peer,
-    };
+    let mut cx =
+        Ctx { handler, config: &config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
     while io.release() || outcomes.is_empty() || eof {
         let next = serve(&mut conn, &mut io, &mut cx);
         let done = next == Next::Close;
@@ -42,11 +36,7 @@ fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) 
             break;
         }
     }
-    Run {
-        wire: redact_dates(&io.written),
-        outcomes,
-        requests: conn.requests,
-    }
+    Run { wire: redact_dates(&io.written), outcomes, requests: conn.requests }
 }
 
 fn run(handler: &dyn Handler, chunks: &[&[u8]]) -> Run {
@@ -70,8 +60,7 @@ fn hello(_: &mut Request<'_>) -> Response {
     Response::text("hello").with_content_type("text/plain")
 }
 
-const HELLO: &str =
-    "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+const HELLO: &str = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
 
 fn echo(req: &mut Request<'_>) -> Response {
     let mut body = Vec::new();
@@ -83,13 +72,7 @@ fn echo(req: &mut Request<'_>) -> Response {
 
 #[test]
 fn keeps_alive_and_parks_when_idle() {
-    let r = run(
-        &hello,
-        &[
-            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-            b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
-        ],
-    );
+    let r = run(&hello, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(r.wire, format!("{HELLO}{HELLO}"));
     assert_eq!(r.outcomes, [Next::Park, Next::Park]);
 }
@@ -102,13 +85,11 @@ fn pipelined_requests_are_answered_in_order_in_one_write() {
         log.lock().unwrap().push(req.path().to_string());
         Response::text(req.path().to_string()).with_content_type("text/plain")
     };
-    let three = b"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HTTP/1.1\r\nHost: a\r\n\r\n";
+    let three =
+        b"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HTTP/1.1\r\nHost: a\r\n\r\n";
     let r = run(&handler, &[three]);
-    let one = |p: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{p}"
-        )
-    };
+    let one =
+        |p: &str| format!("HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{p}");
     assert_eq!(r.wire, format!("{}{}{}", one("/1"), one("/2"), one("/3")));
     assert_eq!(*seen.lock().unwrap(), ["/1", "/2", "/3"]);
 }
@@ -118,10 +99,7 @@ fn a_head_trickled_one_byte_at_a_time_is_served() {
     let req = b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc";
     let chunks: Vec<&[u8]> = req.chunks(1).collect();
     let r = run(&echo, &chunks);
-    assert_eq!(
-        r.wire,
-        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc"
-    );
+    assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc");
     assert_eq!(r.requests, 1);
     assert!(r.outcomes.iter().all(|o| *o == Next::Park));
 }
@@ -129,10 +107,7 @@ fn a_head_trickled_one_byte_at_a_time_is_served() {
 #[test]
 fn head_gets_length_but_no_body() {
     let r = run(&hello, &[b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"]);
-    assert_eq!(
-        r.wire,
-        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n"
-    );
+    assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n");
     assert_eq!(r.outcomes, [Next::Park]);
 }
 
@@ -148,10 +123,7 @@ fn http10_closes_by_default() {
 
 #[test]
 fn http10_keep_alive_is_honoured() {
-    let r = run(
-        &hello,
-        &[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"],
-    );
+    let r = run(&hello, &[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"]);
     assert_eq!(
         r.wire,
         "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello"
@@ -169,10 +141,7 @@ fn connection_close_from_the_client_closes() {
 
 #[test]
 fn an_unparsable_head_gets_400_and_close_after_earlier_responses() {
-    let r = run(
-        &hello,
-        &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nBad Header: x\r\n\r\n"],
-    );
+    let r = run(&hello, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nBad Header: x\r\n\r\n"]);
     assert_eq!(
         r.wire,
         format!(
@@ -185,15 +154,8 @@ fn an_unparsable_head_gets_400_and_close_after_earlier_responses() {
 #[test]
 fn a_panicking_handler_gets_500_and_close() {
     let handler = |_: &mut Request<'_>| -> Response { panic!("boom") };
-    let r = run(
-        &handler,
-        &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"],
-    );
-    assert!(
-        r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
-        "{}",
-        r.wire
-    );
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    assert!(r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{}", r.wire);
     assert!(r.wire.contains("Connection: close\r\n"));
     assert_eq!(r.wire.matches("HTTP/1.1").count(), 1);
     assert_eq!(r.outcomes, [Next::Close]);
@@ -208,20 +170,14 @@ fn an_unread_body_is_drained_never_parsed_as_a_request() {
         log.lock().unwrap().push(req.path().to_string());
         Response::status(204)
     };
-    let r = run(
-        &handler,
-        &[smuggled, b"GET /next HTTP/1.1\r\nHost: a\r\n\r\n"],
-    );
+    let r = run(&handler, &[smuggled, b"GET /next HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(*paths.lock().unwrap(), ["/", "/next"]);
     assert_eq!(r.wire.matches("HTTP/1.1 204").count(), 2);
 }
 
 #[test]
 fn a_body_too_long_to_drain_closes_the_connection() {
-    let config = Config {
-        max_drain_bytes: 10,
-        ..Config::default()
-    };
+    let config = Config { max_drain_bytes: 10, ..Config::default() };
     let mut req = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n".to_vec();
     req.extend_from_slice(&[b'x'; 20_000]);
     let r = run_with(config, &hello, &[&req], false);
@@ -232,28 +188,14 @@ fn a_body_too_long_to_drain_closes_the_connection() {
 
 #[test]
 fn expect_continue_is_answered_when_the_body_is_read() {
-    let r = run(
-        &echo,
-        &[
-            b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
-            b"ok",
-        ],
-    );
-    assert!(
-        r.wire
-            .starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
-        "{}",
-        r.wire
-    );
+    let r = run(&echo, &[b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", b"ok"]);
+    assert!(r.wire.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"), "{}", r.wire);
     assert!(r.wire.ends_with("\r\n\r\nok"));
 }
 
 #[test]
 fn expect_continue_unread_gets_the_response_and_a_close() {
-    let r = run(
-        &hello,
-        &[b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"],
-    );
+    let r = run(&hello, &[b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"]);
     assert!(!r.wire.contains("100 Continue"), "{}", r.wire);
     assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"));
     assert!(r.wire.contains("Connection: close\r\n"));
@@ -263,25 +205,14 @@ fn expect_continue_unread_gets_the_response_and_a_close() {
 #[test]
 fn chunked_request_body_is_decoded() {
     let r = run(&echo, &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"]);
-    assert!(
-        r.wire.ends_with("Content-Length: 3\r\n\r\nabc"),
-        "{}",
-        r.wire
-    );
+    assert!(r.wire.ends_with("Content-Length: 3\r\n\r\nabc"), "{}", r.wire);
     assert_eq!(r.outcomes, [Next::Park]);
 }
 
 #[test]
 fn malformed_chunked_body_gets_400_and_close() {
-    let r = run(
-        &echo,
-        &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
-    );
-    assert!(
-        r.wire.starts_with("HTTP/1.1 400 Bad Request\r\n"),
-        "{}",
-        r.wire
-    );
+    let r = run(&echo, &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]);
+    assert!(r.wire.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{}", r.wire);
     assert_eq!(r.outcomes, [Next::Close]);
 }
 
@@ -289,33 +220,26 @@ fn malformed_chunked_body_gets_400_and_close() {
 fn chunked_body_over_the_limit_gets_413() {
     let mut config = Config::default();
     config.limits.max_body_bytes = 4;
-    let r = run_with(config, &echo, &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"], false);
-    assert!(
-        r.wire.starts_with("HTTP/1.1 413 Content Too Large\r\n"),
-        "{}",
-        r.wire
+    let r = run_with(
+        config,
+        &echo,
+        &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"],
+        false,
     );
+    assert!(r.wire.starts_with("HTTP/1.1 413 Content Too Large\r\n"), "{}", r.wire);
     assert_eq!(r.outcomes, [Next::Close]);
 }
 
 #[test]
 fn streamed_response_is_chunked_for_http11_and_close_delimited_for_http10() {
-    let handler = |_: &mut Request<'_>| {
-        Response::reader(&b"stream"[..], None).with_content_type("text/plain")
-    };
+    let handler = |_: &mut Request<'_>| Response::reader(&b"stream"[..], None).with_content_type("text/plain");
     let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(
         r.wire,
         "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nstream\r\n0\r\n\r\n"
     );
-    let r = run(
-        &handler,
-        &[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"],
-    );
-    assert_eq!(
-        r.wire,
-        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nstream"
-    );
+    let r = run(&handler, &[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"]);
+    assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nstream");
     assert_eq!(r.outcomes, [Next::Close]);
 }
 
@@ -323,23 +247,14 @@ fn streamed_response_is_chunked_for_http11_and_close_delimited_for_http10() {
 fn an_invalid_handler_header_becomes_500() {
     let handler = |_: &mut Request<'_>| Response::text("x").with_header("X", "a\r\nInjected: 1");
     let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
-    assert!(
-        r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
-        "{}",
-        r.wire
-    );
+    assert!(r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{}", r.wire);
     assert!(!r.wire.contains("Injected"));
     assert_eq!(r.outcomes, [Next::Close]);
 }
 
 #[test]
 fn end_of_stream_between_requests_closes_quietly() {
-    let r = run_with(
-        Config::default(),
-        &hello,
-        &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"],
-        true,
-    );
+    let r = run_with(Config::default(), &hello, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"], true);
     assert_eq!(r.wire, HELLO);
     assert_eq!(r.outcomes.last(), Some(&Next::Close));
 }
@@ -350,19 +265,12 @@ fn shutting_down_closes_after_the_request_at_hand() {
     let mut scratch = Scratch::new(&config);
     let stopping = AtomicBool::new(true);
     let counters = Counters::default();
-    let mut io =
-        Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     io.release();
     let mut conn = ConnState::default();
     let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
-    let mut cx = Ctx {
-        handler: &hello,
-        config: &config,
-        scratch: &mut scratch,
-        stopping: &stopping,
-        counters: &counters,
-        peer,
-    };
+    let mut cx =
+        Ctx { handler: &hello, config: &config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
     assert_eq!(serve(&mut conn, &mut io, &mut cx), Next::Close);
     let wire = redact_dates(&io.written);
     assert_eq!(wire.matches("HTTP/1.1 200").count(), 1);
@@ -379,40 +287,47 @@ fn a_parked_connection_keeps_only_its_unparsed_bytes() {
     io.release();
     let mut conn = ConnState::default();
     let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
-    let mut cx = Ctx {
-        handler: &hello,
-        config: &config,
-        scratch: &mut scratch,
-        stopping: &stopping,
-        counters: &counters,
-        peer,
-    };
+    let mut cx =
+        Ctx { handler: &hello, config: &config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
     assert_eq!(serve(&mut conn, &mut io, &mut cx), Next::Park);
     assert_eq!(conn.buf.len(), 18);
     assert!(conn.head_started().is_some());
-    assert_eq!(
-        scratch.buffers.len(),
-        1,
-        "the full buffer went back to the worker"
-    );
+    assert_eq!(scratch.buffers.len(), 1, "the full buffer went back to the worker");
 }
 
 #[test]
 fn a_head_past_its_deadline_gets_408() {
-    let config = Config {
-        head_timeout: std::time::Duration::ZERO,
-        ..Config::default()
-    };
-    let r = run_with(
-        config,
-        &hello,
-        &[b"GET / HTTP/1.1\r\n", b"Host: a\r\n\r\n"],
-        false,
-    );
-    assert!(
-        r.wire.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
-        "{}",
-        r.wire
-    );
+    let config = Config { head_timeout: std::time::Duration::ZERO, ..Config::default() };
+    let r = run_with(config, &hello, &[b"GET / HTTP/1.1\r\n", b"Host: a\r\n\r\n"], false);
+    assert!(r.wire.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{}", r.wire);
     assert_eq!(r.outcomes, [Next::Park, Next::Close]);
+}
+
+#[test]
+fn a_stream_closure_writes_chunks_for_http11_and_raw_for_http10() {
+    use std::io::Write;
+    let handler = |_: &mut Request<'_>| {
+        Response::stream(|out| {
+            out.write_all(b"data: 1\n\n")?;
+            out.flush()?;
+            out.write_all(b"data: 2\n\n")
+        })
+        .with_content_type("text/event-stream")
+    };
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    assert_eq!(
+        r.wire,
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n"
+    );
+    assert_eq!(r.outcomes, [Next::Park]);
+    let r = run(&handler, &[b"GET / HTTP/1.0\r\n\r\n"]);
+    assert!(r.wire.ends_with("Connection: close\r\n\r\ndata: 1\n\ndata: 2\n\n"), "{}", r.wire);
+}
+
+#[test]
+fn a_failing_stream_closure_closes_the_connection() {
+    let handler = |_: &mut Request<'_>| Response::stream(|_| Err(std::io::ErrorKind::Other.into()));
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    assert_eq!(r.wire.matches("HTTP/1.1 200").count(), 1);
+    assert_eq!(r.outcomes, [Next::Close]);
 }

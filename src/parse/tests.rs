@@ -1,12 +1,7 @@
 use super::*;
 
 fn limits() -> Limits {
-    Limits {
-        max_head_bytes: 1024,
-        max_headers: 8,
-        max_uri_bytes: 64,
-        max_body_bytes: 1000,
-    }
+    Limits { max_head_bytes: 1024, max_headers: 8, max_uri_bytes: 64, max_body_bytes: 1000 }
 }
 
 fn parse(bytes: &[u8]) -> Result<Option<Head>, ParseError> {
@@ -37,9 +32,7 @@ macro_rules! reject {
 }
 
 use BodyKind::*;
-use ParseError::{
-    BodyTooLarge, Expectation, HeadTooLarge, Malformed, UnsupportedCoding, UriTooLong,
-};
+use ParseError::{BodyTooLarge, Expectation, HeadTooLarge, Malformed, UnsupportedCoding, UriTooLong};
 
 accept! {
     get_without_body_is_empty: b"GET / HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
@@ -112,31 +105,23 @@ fn head_records_positions_and_connection_options() {
     let mut spans = Vec::new();
     let head = parse_head(bytes, &limits(), &mut spans).unwrap().unwrap();
     assert_eq!(head.len, bytes.len() - 4);
-    assert_eq!(
-        &bytes[head.target.0 as usize..][..head.target.1 as usize],
-        b"/a?b"
-    );
+    assert_eq!(&bytes[head.target.0 as usize..][..head.target.1 as usize], b"/a?b");
     assert_eq!(head.version, Version::Http10);
     assert_eq!(head.connection, ConnectionOption::KeepAlive);
     assert!(head.upgrade);
     assert_eq!(spans.len(), 2);
-    assert_eq!(
-        &bytes[spans[1].value.0 as usize..][..spans[1].value.1 as usize],
-        b"y"
-    );
+    assert_eq!(&bytes[spans[1].value.0 as usize..][..spans[1].value.1 as usize], b"y");
 }
 
 #[test]
 fn close_wins_over_keep_alive() {
-    let head =
-        parse(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n");
+    let head = parse(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n");
     assert_eq!(head.unwrap().unwrap().connection, ConnectionOption::Close);
 }
 
 #[test]
 fn expect_continue_is_ignored_for_http10() {
-    let v11 =
-        parse(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n");
+    let v11 = parse(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n");
     assert!(v11.unwrap().unwrap().expect_continue);
     let v10 = parse(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n");
     assert!(!v10.unwrap().unwrap().expect_continue);
@@ -162,14 +147,7 @@ fn every_error_maps_to_its_status() {
 fn decimal_parsing_is_digits_only() {
     assert_eq!(parse_decimal(b"0"), Some(0));
     assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
-    for bad in [
-        &b""[..],
-        b"18446744073709551616",
-        b" 1",
-        b"1 ",
-        b"1_0",
-        b"\xff",
-    ] {
+    for bad in [&b""[..], b"18446744073709551616", b" 1", b"1 ", b"1_0", b"\xff"] {
         assert_eq!(parse_decimal(bad), None, "{bad:?}");
     }
 }

@@ -21,21 +21,15 @@ fn text_response_head() {
 #[test]
 fn closing_and_http10_keep_alive_are_announced() {
     let resp = Response::status(404);
+    assert!(encode(&resp, Version::Http11, false, false).ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n"));
     assert!(
-        encode(&resp, Version::Http11, false, false)
-            .ends_with("Content-Length: 0\r\nConnection: close\r\n\r\n")
-    );
-    assert!(
-        encode(&resp, Version::Http10, false, true)
-            .ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n")
+        encode(&resp, Version::Http10, false, true).ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n")
     );
 }
 
 #[test]
 fn handler_headers_are_written_in_order() {
-    let resp = Response::status(201)
-        .with_header("Location", "/x")
-        .with_header("X-A", "1");
+    let resp = Response::status(201).with_header("Location", "/x").with_header("X-A", "1");
     let head = encode(&resp, Version::Http11, false, true);
     assert!(head.starts_with("HTTP/1.1 201 Created\r\n"), "{head}");
     assert!(head.contains("\r\nLocation: /x\r\nX-A: 1\r\n"), "{head}");
@@ -63,45 +57,20 @@ fn framing_by_body_status_and_method() {
     let v11 = Version::Http11;
     let plan11 = |r: &Response| plan(r, v11, false).unwrap();
     assert_eq!(plan11(&Response::text("abc")), Framing::Length(3));
-    assert_eq!(
-        plan11(&Response::reader(&b"abc"[..], None)),
-        Framing::Chunked
-    );
-    assert_eq!(
-        plan(&Response::reader(&b"abc"[..], None), Version::Http10, false),
-        Ok(Framing::CloseDelimited)
-    );
-    assert_eq!(
-        plan11(&Response::reader(&b"abc"[..], Some(3))),
-        Framing::Length(3)
-    );
-    assert_eq!(
-        plan11(&Response::text("x").with_status(204)),
-        Framing::None { announce: None }
-    );
-    assert_eq!(
-        plan11(&Response::status(101)),
-        Framing::None { announce: None }
-    );
-    assert_eq!(
-        plan11(&Response::status(304)),
-        Framing::None { announce: None }
-    );
-    assert_eq!(
-        plan(&Response::text("abc"), v11, true),
-        Ok(Framing::None { announce: Some(3) })
-    );
+    assert_eq!(plan11(&Response::reader(&b"abc"[..], None)), Framing::Chunked);
+    assert_eq!(plan(&Response::reader(&b"abc"[..], None), Version::Http10, false), Ok(Framing::CloseDelimited));
+    assert_eq!(plan11(&Response::reader(&b"abc"[..], Some(3))), Framing::Length(3));
+    assert_eq!(plan11(&Response::text("x").with_status(204)), Framing::None { announce: None });
+    assert_eq!(plan11(&Response::upgrade(|_| {})), Framing::None { announce: None });
+    assert!(plan(&Response::status(101), v11, false).is_err(), "101 without an upgrade");
+    assert_eq!(plan11(&Response::status(304)), Framing::None { announce: None });
+    assert_eq!(plan(&Response::text("abc"), v11, true), Ok(Framing::None { announce: Some(3) }));
 }
 
 #[test]
 fn head_keeps_a_declared_length() {
     let resp = Response::status(200).with_header("Content-Length", "1234");
-    assert_eq!(
-        plan(&resp, Version::Http11, true),
-        Ok(Framing::None {
-            announce: Some(1234)
-        })
-    );
+    assert_eq!(plan(&resp, Version::Http11, true), Ok(Framing::None { announce: Some(1234) }));
     assert!(encode(&resp, Version::Http11, true, true).contains("Content-Length: 1234\r\n"));
 }
 
@@ -146,12 +115,7 @@ fn a_handler_date_replaces_ours() {
 
 #[test]
 fn no_content_type_on_bodyless_statuses() {
-    let head = encode(
-        &Response::text("x").with_status(304),
-        Version::Http11,
-        false,
-        true,
-    );
+    let head = encode(&Response::text("x").with_status(304), Version::Http11, false, true);
     assert!(!head.contains("Content-Type"), "{head}");
 }
 
