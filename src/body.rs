@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use crate::io::{Transport, read_wait, write_all_wait};
-use crate::parse::BodyKind;
+use crate::parse::{BodyKind, is_tchar};
 
 /// Bound on the chunk-extension bytes of one body: extensions carry nothing
 /// we use, so a body may spend this much on them and no more.
@@ -63,13 +63,14 @@ enum Chunked {
         size: u64,
         digits: u8,
     },
-    /// After the size: whitespace before `;` or the line end.
+    /// After the size: whitespace, which only a `;` may follow.
     SizeWhitespace {
         size: u64,
     },
-    /// Inside chunk extensions, until CR.
+    /// Inside the chunk extensions.
     Extension {
         size: u64,
+        at: Ext,
     },
     /// Saw CR ending the size line.
     SizeLf {
@@ -87,6 +88,45 @@ enum Chunked {
     TrailerLf,
     EndLf,
     Done,
+}
+
+/// Where the decoder is in `chunk-ext = *( BWS ";" BWS chunk-ext-name
+/// [ BWS "=" BWS chunk-ext-val ] )` (RFC 9112 §7.1.1), after a `;`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ext {
+    NameStart,
+    Name,
+    AfterName,
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash inside a quoted string.
+    Escape,
+    AfterValue,
+}
+
+/// The position after byte `b`: `Ok(None)` for the CR that ends the line.
+fn ext_next(at: Ext, b: u8) -> Result<Option<Ext>, BodyError> {
+    use Ext::*;
+    let ws = b == b' ' || b == b'\t';
+    let next = match at {
+        NameStart if ws => NameStart,
+        NameStart | Name if is_tchar(b) => Name,
+        Name | AfterName if ws => AfterName,
+        Name | AfterName if b == b'=' => ValueStart,
+        Name | AfterName | Token | AfterValue if b == b';' => NameStart,
+        Name | AfterName | Token | AfterValue if b == b'\r' => return Ok(None),
+        ValueStart if ws => ValueStart,
+        ValueStart if b == b'"' => Quoted,
+        ValueStart | Token if is_tchar(b) => Token,
+        Token | AfterValue if ws => AfterValue,
+        Quoted if b == b'"' => AfterValue,
+        Quoted if b == b'\\' => Escape,
+        // qdtext, or the escaped character: HTAB, SP, VCHAR, obs-text.
+        Quoted | Escape if ws || (b > 0x20 && b != 0x7f) => Quoted,
+        _ => return Err(BodyError::Malformed),
+    };
+    Ok(Some(next))
 }
 
 /// A pure decoder for the chunked coding: bytes in, body bytes out.
@@ -141,14 +181,17 @@ impl ChunkedDecoder {
             }
             (Size { digits: 0, .. }, _) => return Err(BodyError::Malformed),
             (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => SizeWhitespace { size },
-            (Size { size, .. } | SizeWhitespace { size }, b';') => Extension { size },
-            (Size { size, .. } | SizeWhitespace { size } | Extension { size }, b'\r') => SizeLf { size },
-            (Extension { size }, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => {
+            (Size { size, .. } | SizeWhitespace { size }, b';') => Extension { size, at: Ext::NameStart },
+            (Size { size, .. }, b'\r') => SizeLf { size },
+            (Extension { size, at }, _) => {
                 self.ext_bytes += 1;
                 if self.ext_bytes > MAX_CHUNK_EXT_BYTES {
                     return Err(BodyError::Malformed);
                 }
-                Extension { size }
+                match ext_next(at, b)? {
+                    Some(at) => Extension { size, at },
+                    None => SizeLf { size },
+                }
             }
             (SizeLf { size: 0 }, b'\n') => TrailerStart,
             (SizeLf { size }, b'\n') => Data { left: size },

@@ -121,6 +121,10 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     if target.len() > limits.max_uri_bytes {
         return Err(ParseError::UriTooLong);
     }
+    // RFC 9112 §3.2: the target is URI syntax, visible ASCII only.
+    if !target.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ParseError::Malformed("invalid request target"));
+    }
     let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
     let mut framing = Framing::default();
     for h in req.headers.iter() {
@@ -182,21 +186,23 @@ fn span(buf: &[u8], part: &[u8]) -> (u32, u32) {
 #[derive(Default)]
 struct Framing {
     content_length: Option<u64>,
-    transfer_encoding: TransferEncoding,
+    transfer_encoding: Option<Codings>,
     hosts: u32,
     connection: ConnectionOption,
     upgrade: bool,
     expect_continue: bool,
 }
 
-#[derive(Default, Clone, Copy, PartialEq, Eq)]
-enum TransferEncoding {
-    #[default]
-    Absent,
-    /// The last coding seen is `chunked`.
-    Chunked,
-    /// `chunked` followed by something: not a valid request framing.
-    NotFinalChunked,
+/// The transfer codings listed so far, in order (RFC 9112 §6.1).
+#[derive(Default, Clone, Copy)]
+struct Codings {
+    /// The last coding listed is `chunked`.
+    final_chunked: bool,
+    /// `chunked` was listed more than once.
+    chunked_twice: bool,
+    chunked_seen: bool,
+    /// A coding other than `chunked` was listed.
+    other: bool,
 }
 
 impl Framing {
@@ -234,26 +240,22 @@ impl Framing {
         }
     }
 
-    /// RFC 9112 §6.1: a list of codings; the request is framed by `chunked`
-    /// only when it is the final coding, and it must not be applied twice.
+    /// RFC 9112 §6.1: a list of codings, possibly over several fields.
     fn add_transfer_encoding(&mut self, value: &[u8]) -> Result<(), ParseError> {
+        let codings = self.transfer_encoding.get_or_insert_with(Codings::default);
+        let mut listed = false;
         for coding in tokens(value) {
-            if self.transfer_encoding == TransferEncoding::Chunked {
-                // Anything after chunked, including a second chunked.
-                self.transfer_encoding = TransferEncoding::NotFinalChunked;
-            }
-            if coding.eq_ignore_ascii_case(b"chunked") {
-                if self.transfer_encoding == TransferEncoding::Absent {
-                    self.transfer_encoding = TransferEncoding::Chunked;
-                }
-            } else if !is_token(coding) {
+            let chunked = coding.eq_ignore_ascii_case(b"chunked");
+            if !chunked && !is_token(coding) {
                 return Err(ParseError::Malformed("invalid transfer coding"));
-            } else if self.transfer_encoding == TransferEncoding::Absent {
-                // A coding before chunked that we cannot decode.
-                return Err(ParseError::UnsupportedCoding);
             }
+            codings.chunked_twice |= chunked && codings.chunked_seen;
+            codings.chunked_seen |= chunked;
+            codings.final_chunked = chunked;
+            codings.other |= !chunked;
+            listed = true;
         }
-        if value.iter().all(|b| b.is_ascii_whitespace() || *b == b',') {
+        if !listed {
             return Err(ParseError::Malformed("empty Transfer-Encoding"));
         }
         Ok(())
@@ -286,20 +288,23 @@ impl Framing {
         Ok(())
     }
 
-    /// RFC 9112 §6.3, in order: chunked TE frames the body; TE with CL is an
-    /// error here (a server MAY reject it and must close after it anyway);
-    /// TE not ending in chunked is a 400; else Content-Length; else empty.
+    /// RFC 9112 §6.3, in order: Transfer-Encoding with Content-Length is an
+    /// error here (a server MAY reject it, and must close after it anyway);
+    /// a Transfer-Encoding whose final coding is not `chunked` MUST get 400;
+    /// a coding we cannot decode gets 501 (§6.1); then Content-Length; else
+    /// no body.
     fn body_kind(&self, limits: &Limits) -> Result<BodyKind, ParseError> {
         match (self.transfer_encoding, self.content_length) {
-            (TransferEncoding::Absent, None) => Ok(BodyKind::Empty),
-            (TransferEncoding::Absent, Some(n)) if n > limits.max_body_bytes => Err(ParseError::BodyTooLarge),
-            (TransferEncoding::Absent, Some(0)) => Ok(BodyKind::Empty),
-            (TransferEncoding::Absent, Some(n)) => Ok(BodyKind::Length(n)),
-            (_, Some(_)) => Err(ParseError::Malformed("both Transfer-Encoding and Content-Length")),
-            (TransferEncoding::NotFinalChunked, None) => {
+            (None, None) => Ok(BodyKind::Empty),
+            (None, Some(n)) if n > limits.max_body_bytes => Err(ParseError::BodyTooLarge),
+            (None, Some(0)) => Ok(BodyKind::Empty),
+            (None, Some(n)) => Ok(BodyKind::Length(n)),
+            (Some(_), Some(_)) => Err(ParseError::Malformed("both Transfer-Encoding and Content-Length")),
+            (Some(c), None) if !c.final_chunked || c.chunked_twice => {
                 Err(ParseError::Malformed("chunked is not the final transfer coding"))
             }
-            (TransferEncoding::Chunked, None) => Ok(BodyKind::Chunked),
+            (Some(c), None) if c.other => Err(ParseError::UnsupportedCoding),
+            (Some(_), None) => Ok(BodyKind::Chunked),
         }
     }
 }

@@ -44,6 +44,7 @@ fn decodes_plain_chunks() {
 fn tolerates_extensions_and_trailers() {
     decodes(b"5;name=value\r\nhello\r\n0;last\r\n\r\n", b"hello");
     decodes(b"5 ;a=\"q\"\r\nhello\r\n0\r\n\r\n", b"hello");
+    decodes(b"5; a = b ; c=\"x\\\"y;z\"\r\nhello\r\n0\r\n\r\n", b"hello");
     decodes(b"5\r\nhello\r\n0\r\nExpires: never\r\nX: y\r\n\r\n", b"hello");
 }
 
@@ -57,6 +58,11 @@ fn refuses_bad_framing() {
     refuses(b"5\r\nhello\n0\r\n\r\n");
     refuses(b"5\r\nhello\r\n0\r\n\n");
     refuses(b"5;a\0b\r\nhello\r\n");
+    refuses(b"5 \r\nhello\r\n0\r\n\r\n");
+    refuses(b"5;\r\nhello\r\n0\r\n\r\n");
+    refuses(b"5;=v\r\nhello\r\n0\r\n\r\n");
+    refuses(b"5;a=\"open\r\nhello\r\n0\r\n\r\n");
+    refuses(b"5;a=b c\r\nhello\r\n0\r\n\r\n");
     refuses(b"0\r\nX: a\rb\r\n\r\n");
 }
 

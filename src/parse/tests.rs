@@ -60,7 +60,9 @@ reject! {
     chunked_not_last_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n" => Malformed("chunked is not the final transfer coding");
     chunked_twice_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("chunked is not the final transfer coding");
     unknown_coding_is_not_implemented: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" => UnsupportedCoding;
-    lone_unknown_coding_is_not_implemented: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n" => UnsupportedCoding;
+    lone_unknown_coding_is_not_final_chunked: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n" => Malformed("chunked is not the final transfer coding");
+    unknown_coding_with_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\nContent-Length: 1\r\n\r\n" => Malformed("both Transfer-Encoding and Content-Length");
+    non_ascii_target_is_refused: "GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n".as_bytes() => Malformed("invalid request target");
     empty_transfer_encoding_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \r\n\r\n" => Malformed("empty Transfer-Encoding");
     te_in_http10_is_refused: b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("Transfer-Encoding in HTTP/1.0");
     missing_host_is_refused: b"GET / HTTP/1.1\r\n\r\n" => Malformed("HTTP/1.1 request needs exactly one Host");
