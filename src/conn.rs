@@ -17,7 +17,7 @@ use crate::date::DateCache;
 use crate::handler::Handler;
 use crate::io::{Transport, write_all_wait};
 use crate::net::Peer;
-use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, parse_head};
+use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head};
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_head, plan};
 use crate::stats::Counters;
@@ -79,6 +79,10 @@ impl ConnState {
 
     fn unparsed(&self) -> &[u8] {
         &self.buf[self.start..self.end]
+    }
+
+    fn unparsed_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.end]
     }
 
     /// Gives the connection a full-size read buffer, keeping unparsed bytes.
@@ -167,6 +171,7 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     continue;
                 }
                 Ok(None) => {}
+                Err(ParseError::Version) if downgrade_minor_version(conn.unparsed_mut()) => continue,
                 Err(e) => {
                     log::debug!("{}: refusing request: {e:?}", cx.peer);
                     cx.counters.parse_error();

@@ -121,6 +121,16 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     if target.len() > limits.max_uri_bytes {
         return Err(ParseError::UriTooLong);
     }
+    // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
+    if method == "PRI" {
+        return Err(ParseError::Malformed("HTTP/2 connection preface"));
+    }
+    // RFC 9112 §2.2 lets a recipient accept a bare LF as a line end; one
+    // inside a CRLF head is how front and back ends are made to disagree
+    // about where fields end, so none is accepted.
+    if has_bare_lf(&buf[..len]) {
+        return Err(ParseError::Malformed("bare LF in the head"));
+    }
     // RFC 9112 §3.2: the target is URI syntax, visible ASCII only.
     if !target.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ParseError::Malformed("invalid request target"));
@@ -145,6 +155,26 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
         upgrade: framing.upgrade,
         expect_continue: framing.expect_continue && version == Version::Http11,
     }))
+}
+
+fn has_bare_lf(head: &[u8]) -> bool {
+    head.iter().enumerate().any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'))
+}
+
+/// RFC 9110 §2.5: a message with a higher minor version of HTTP/1 is
+/// processed as the highest minor version we implement. httparse refuses
+/// `HTTP/1.2`..`HTTP/1.9`, so such a request line is rewritten in place to
+/// `HTTP/1.1` (true) before parsing again.
+pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> bool {
+    let Some(line_end) = buf.iter().position(|&b| b == b'\n') else { return false };
+    let line = &mut buf[..line_end];
+    match line {
+        [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9', b'\r'] => {
+            *minor = b'1';
+            true
+        }
+        _ => false,
+    }
 }
 
 /// An incomplete head is fine until it cannot fit: then 414 if the request

@@ -72,6 +72,9 @@ reject! {
     obs_fold_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n" => Malformed("invalid header name");
     nul_in_value_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: a\0b\r\n\r\n" => Malformed("invalid header value");
     bare_cr_in_value_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n" => Malformed("invalid header value");
+    bare_lf_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: y\nZ: 1\r\n\r\n" => Malformed("bare LF in the head");
+    lf_only_head_is_refused: b"GET / HTTP/1.1\nHost: a\n\n" => Malformed("bare LF in the head");
+    http2_preface_method_is_refused: b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n" => Malformed("HTTP/2 connection preface");
     http2_is_not_supported: b"GET / HTTP/2.0\r\nHost: a\r\n\r\n" => ParseError::Version;
     unknown_expectation_fails: b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n" => Expectation;
     long_uri_is_too_long: &[b"GET /".as_slice(), &[b'a'; 100], b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat() => UriTooLong;
@@ -151,5 +154,16 @@ fn decimal_parsing_is_digits_only() {
     assert_eq!(parse_decimal(b"18446744073709551615"), Some(u64::MAX));
     for bad in [&b""[..], b"18446744073709551616", b" 1", b"1 ", b"1_0", b"\xff"] {
         assert_eq!(parse_decimal(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn higher_minor_versions_are_read_as_http11() {
+    let mut head = b"GET / HTTP/1.2\r\nHost: a\r\n\r\n".to_vec();
+    assert_eq!(parse(&head), Err(ParseError::Version));
+    assert!(downgrade_minor_version(&mut head));
+    assert_eq!(parse(&head).unwrap().unwrap().version, Version::Http11);
+    for other in [&b"GET / HTTP/2.0\r\n"[..], b"GET / HTTP/1.1\r\n", b"GET / HTTP/1.2 \r\n", b"GET / HTTP/1.2"] {
+        assert!(!downgrade_minor_version(&mut other.to_vec()), "{other:?}");
     }
 }
