@@ -160,9 +160,8 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             return finish(conn, io, cx, Some(408));
         }
     }
-    let mut parse_due = conn.has_partial_head();
     loop {
-        if parse_due {
+        if conn.has_partial_head() {
             match parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans) {
                 Ok(Some(head)) => {
                     if !respond(conn, io, cx, head) {
@@ -180,17 +179,21 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             }
         }
         match fill(conn, io, cx) {
-            Ok(Some(new_line)) => parse_due = new_line || conn.end == conn.buf.len(),
-            Ok(None) => return park(conn, io, cx),
+            Ok(true) => {}
+            Ok(false) => return park(conn, io, cx),
             Err(()) => return finish(conn, io, cx, None),
         }
     }
 }
 
-/// Flushes queued responses, then reads more. `Ok(Some(saw_newline))` after
-/// new bytes; `Ok(None)` when the socket has nothing; `Err` at end of stream
-/// or on error.
-fn fill<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Result<Option<bool>, ()> {
+/// Flushes queued responses, then reads more: `Ok(true)` after new bytes,
+/// `Ok(false)` when the socket has nothing now, `Err` at end of stream or on
+/// an error.
+///
+/// Each read is followed by a fresh parse of the unfinished head, so a bad
+/// byte is refused as soon as it arrives; a head is at most
+/// `max_head_bytes`, which bounds the work a trickling client causes.
+fn fill<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Result<bool, ()> {
     flush(io, cx).map_err(drop)?;
     if conn.end == conn.buf.len() {
         conn.buf.copy_within(conn.start..conn.end, 0);
@@ -199,15 +202,11 @@ fn fill<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
     match io.read(&mut conn.buf[conn.end..]) {
         Ok(0) => Err(()),
         Ok(n) => {
-            let new = &conn.buf[conn.end..conn.end + n];
-            // A head can only complete with a line; trickled bytes without
-            // one are not worth re-parsing.
-            let saw_newline = new.contains(&b'\n');
             conn.end += n;
-            Ok(Some(saw_newline))
+            Ok(true)
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(Some(false)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(true),
         Err(e) => {
             log::debug!("{}: read failed: {e}", cx.peer);
             Err(())
@@ -389,7 +388,11 @@ fn keep_alive(head: &Head, resp: &Response, framing: Framing, body_done: bool, c
         (Version::Http11, _) | (Version::Http10, ConnectionOption::KeepAlive) => true,
         (Version::Http10, ConnectionOption::Default) => false,
     };
-    requested && !resp.close && framing != Framing::CloseDelimited && body_done && !closing
+    // Bytes after a request that asked for an upgrade may already be the
+    // other protocol; when the handler declines it, they must not be read
+    // as HTTP (RFC 9110 §7.8).
+    let declined_upgrade = head.upgrade && resp.upgrade.is_none();
+    requested && !resp.close && framing != Framing::CloseDelimited && body_done && !closing && !declined_upgrade
 }
 
 /// Queues or writes the response body as `framing` says.

@@ -21,6 +21,8 @@ pub(crate) struct Limits {
     pub(crate) max_headers: usize,
     pub(crate) max_uri_bytes: usize,
     pub(crate) max_body_bytes: u64,
+    /// Accept any method token, not only the known ones.
+    pub(crate) any_method: bool,
 }
 
 /// Where a header's name and value sit in the head buffer.
@@ -79,6 +81,8 @@ pub(crate) enum ParseError {
     Expectation,
     /// A `Content-Length` above `max_body_bytes`: 413.
     BodyTooLarge,
+    /// A method the server does not know (RFC 9110 §9.1): 501.
+    UnknownMethod,
 }
 
 impl ParseError {
@@ -92,6 +96,7 @@ impl ParseError {
             ParseError::UnsupportedCoding => 501,
             ParseError::Expectation => 417,
             ParseError::BodyTooLarge => 413,
+            ParseError::UnknownMethod => 501,
         }
     }
 }
@@ -124,6 +129,9 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
     if method == "PRI" {
         return Err(ParseError::Malformed("HTTP/2 connection preface"));
+    }
+    if !limits.any_method && !is_known_method(method) {
+        return Err(ParseError::UnknownMethod);
     }
     // RFC 9112 §2.2 lets a recipient accept a bare LF as a line end; one
     // inside a CRLF head is how front and back ends are made to disagree
@@ -179,14 +187,35 @@ pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> bool {
 
 /// An incomplete head is fine until it cannot fit: then 414 if the request
 /// line alone is too long, else 431.
+/// A framing error in the complete field lines of an unfinished head is
+/// refused at once (as an early `Content-Length` overflow or conflict).
 fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
     let line_end = buf.iter().position(|&b| b == b'\n');
     let line_limit = limits.max_uri_bytes.saturating_add(64);
     match line_end {
         None if buf.len() > line_limit => Err(ParseError::UriTooLong),
         _ if buf.len() >= limits.max_head_bytes => Err(ParseError::HeadTooLarge),
-        _ => Ok(()),
+        None => Ok(()),
+        Some(end) => check_complete_fields(&buf[end + 1..], &buf[..end]),
     }
+}
+
+/// Runs the framing checks over the field lines of `fields` that are
+/// complete (httparse has already accepted their syntax).
+fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), ParseError> {
+    let version = if request_line.ends_with(b"HTTP/1.0\r") { Version::Http10 } else { Version::Http11 };
+    let mut framing = Framing::default();
+    let mut lines = fields.split(|&b| b == b'\n');
+    let _unfinished = lines.next_back();
+    for line in lines {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
+        if let Ok(name) = std::str::from_utf8(name) {
+            framing.add(name, value, version)?;
+        }
+    }
+    Ok(())
 }
 
 fn map_httparse(e: httparse::Error, buf: &[u8], limits: &Limits) -> ParseError {
@@ -231,8 +260,8 @@ struct Codings {
     /// `chunked` was listed more than once.
     chunked_twice: bool,
     chunked_seen: bool,
-    /// A coding other than `chunked` was listed.
-    other: bool,
+    /// A coding that is not registered (RFC 9110 §18.6) was listed.
+    unknown: bool,
 }
 
 impl Framing {
@@ -282,7 +311,7 @@ impl Framing {
             codings.chunked_twice |= chunked && codings.chunked_seen;
             codings.chunked_seen |= chunked;
             codings.final_chunked = chunked;
-            codings.other |= !chunked;
+            codings.unknown |= !chunked && !is_known_coding(coding);
             listed = true;
         }
         if !listed {
@@ -321,8 +350,10 @@ impl Framing {
     /// RFC 9112 §6.3, in order: Transfer-Encoding with Content-Length is an
     /// error here (a server MAY reject it, and must close after it anyway);
     /// a Transfer-Encoding whose final coding is not `chunked` MUST get 400;
-    /// a coding we cannot decode gets 501 (§6.1); then Content-Length; else
-    /// no body.
+    /// a coding nobody registered gets 501 (§6.1); a registered one before
+    /// `chunked` (`gzip`, `deflate`, `compress`) is left for the handler
+    /// to decode: the body reader removes only `chunked`. Then
+    /// Content-Length; else no body.
     fn body_kind(&self, limits: &Limits) -> Result<BodyKind, ParseError> {
         match (self.transfer_encoding, self.content_length) {
             (None, None) => Ok(BodyKind::Empty),
@@ -333,10 +364,71 @@ impl Framing {
             (Some(c), None) if !c.final_chunked || c.chunked_twice => {
                 Err(ParseError::Malformed("chunked is not the final transfer coding"))
             }
-            (Some(c), None) if c.other => Err(ParseError::UnsupportedCoding),
+            (Some(c), None) if c.unknown => Err(ParseError::UnsupportedCoding),
             (Some(_), None) => Ok(BodyKind::Chunked),
         }
     }
+}
+
+/// The methods of the IANA HTTP Method Registry, and the unregistered ones
+/// in wide use: cache `PURGE`, SSDP/UPnP (`M-SEARCH`, `NOTIFY`,
+/// `SUBSCRIBE`, `UNSUBSCRIBE`) and Icecast `SOURCE`. Case-sensitive (RFC
+/// 9110 §9.1).
+pub(crate) fn is_known_method(method: &str) -> bool {
+    matches!(
+        method,
+        "GET"
+            | "HEAD"
+            | "POST"
+            | "PUT"
+            | "DELETE"
+            | "CONNECT"
+            | "OPTIONS"
+            | "TRACE"
+            | "PATCH"
+            | "QUERY"
+            | "ACL"
+            | "BASELINE-CONTROL"
+            | "BIND"
+            | "CHECKIN"
+            | "CHECKOUT"
+            | "COPY"
+            | "LABEL"
+            | "LINK"
+            | "LOCK"
+            | "MERGE"
+            | "MKACTIVITY"
+            | "MKCALENDAR"
+            | "MKCOL"
+            | "MKREDIRECTREF"
+            | "MKWORKSPACE"
+            | "MOVE"
+            | "ORDERPATCH"
+            | "PROPFIND"
+            | "PROPPATCH"
+            | "REBIND"
+            | "REPORT"
+            | "SEARCH"
+            | "UNBIND"
+            | "UNCHECKOUT"
+            | "UNLINK"
+            | "UNLOCK"
+            | "UPDATE"
+            | "UPDATEREDIRECTREF"
+            | "VERSION-CONTROL"
+            | "PURGE"
+            | "M-SEARCH"
+            | "NOTIFY"
+            | "SUBSCRIBE"
+            | "UNSUBSCRIBE"
+            | "SOURCE"
+    )
+}
+
+/// The registered transfer codings other than `chunked` (RFC 9110 §18.6,
+/// RFC 9112 §7.2), which the handler sees in `Transfer-Encoding` and decodes.
+fn is_known_coding(coding: &[u8]) -> bool {
+    ["gzip", "x-gzip", "deflate", "compress", "x-compress"].iter().any(|k| coding.eq_ignore_ascii_case(k.as_bytes()))
 }
 
 /// `1*DIGIT` without sign, whitespace or overflow.

@@ -214,6 +214,17 @@ impl Server {
         self
     }
 
+    /// Accept any method token instead of answering `501 Not Implemented`
+    /// to methods outside the IANA registry and the common extensions
+    /// (`PURGE`, `M-SEARCH`, `NOTIFY`, `SUBSCRIBE`, `UNSUBSCRIBE`, `SOURCE`).
+    /// Turn it on when handlers implement methods of their own; they then
+    /// answer `501` themselves to what they do not implement (RFC 9110
+    /// §9.1). Default: off.
+    pub fn any_method(mut self, allow: bool) -> Server {
+        self.config.limits.any_method = allow;
+        self
+    }
+
     /// Most unread body bytes discarded after a handler returns, to keep the
     /// connection; a longer remainder closes it instead. Default:
     /// [`DEFAULT_MAX_DRAIN_BYTES`](crate::DEFAULT_MAX_DRAIN_BYTES).

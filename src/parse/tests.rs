@@ -1,7 +1,7 @@
 use super::*;
 
 fn limits() -> Limits {
-    Limits { max_head_bytes: 1024, max_headers: 8, max_uri_bytes: 64, max_body_bytes: 1000 }
+    Limits { max_head_bytes: 1024, max_headers: 8, max_uri_bytes: 64, max_body_bytes: 1000, any_method: false }
 }
 
 fn parse(bytes: &[u8]) -> Result<Option<Head>, ParseError> {
@@ -32,7 +32,7 @@ macro_rules! reject {
 }
 
 use BodyKind::*;
-use ParseError::{BodyTooLarge, Expectation, HeadTooLarge, Malformed, UnsupportedCoding, UriTooLong};
+use ParseError::{BodyTooLarge, Expectation, HeadTooLarge, Malformed, UnknownMethod, UnsupportedCoding, UriTooLong};
 
 accept! {
     get_without_body_is_empty: b"GET / HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
@@ -44,7 +44,9 @@ accept! {
     empty_list_elements_are_ignored: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: , chunked\r\n\r\n" => Chunked;
     http10_needs_no_host: b"GET / HTTP/1.0\r\n\r\n" => Empty;
     leading_blank_line_is_skipped: b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
-    unknown_methods_are_allowed: b"PURGE /x HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
+    common_extension_methods_are_known: b"PURGE /x HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
+    registered_coding_before_chunked_is_left_to_the_handler: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: deflate, chunked\r\n\r\n" => Chunked;
+    registered_methods_are_known: b"MKCOL /x HTTP/1.1\r\nHost: a\r\n\r\n" => Empty;
     host_with_port: b"GET / HTTP/1.1\r\nHost: example.com:8080\r\n\r\n" => Empty;
 }
 
@@ -59,7 +61,7 @@ reject! {
     empty_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \r\n\r\n" => Malformed("invalid Content-Length");
     chunked_not_last_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n" => Malformed("chunked is not the final transfer coding");
     chunked_twice_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("chunked is not the final transfer coding");
-    unknown_coding_is_not_implemented: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" => UnsupportedCoding;
+    unknown_coding_is_not_implemented: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo, chunked\r\n\r\n" => UnsupportedCoding;
     lone_unknown_coding_is_not_final_chunked: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n" => Malformed("chunked is not the final transfer coding");
     unknown_coding_with_length_is_refused: b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\nContent-Length: 1\r\n\r\n" => Malformed("both Transfer-Encoding and Content-Length");
     non_ascii_target_is_refused: "GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\n\r\n".as_bytes() => Malformed("invalid request target");
@@ -75,6 +77,8 @@ reject! {
     bare_lf_is_refused: b"GET / HTTP/1.1\r\nHost: a\r\nX: y\nZ: 1\r\n\r\n" => Malformed("bare LF in the head");
     lf_only_head_is_refused: b"GET / HTTP/1.1\nHost: a\n\n" => Malformed("bare LF in the head");
     http2_preface_method_is_refused: b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n" => Malformed("HTTP/2 connection preface");
+    unknown_method_is_not_implemented: b"MKCOLA / HTTP/1.1\r\nHost: a\r\n\r\n" => UnknownMethod;
+    methods_are_case_sensitive: b"get / HTTP/1.1\r\nHost: a\r\n\r\n" => UnknownMethod;
     http2_is_not_supported: b"GET / HTTP/2.0\r\nHost: a\r\n\r\n" => ParseError::Version;
     unknown_expectation_fails: b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n" => Expectation;
     long_uri_is_too_long: &[b"GET /".as_slice(), &[b'a'; 100], b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat() => UriTooLong;
@@ -142,6 +146,7 @@ fn every_error_maps_to_its_status() {
         (UnsupportedCoding, 501),
         (Expectation, 417),
         (BodyTooLarge, 413),
+        (UnknownMethod, 501),
     ];
     for (err, status) in cases {
         assert_eq!(err.status(), status, "{err:?}");
@@ -166,4 +171,23 @@ fn higher_minor_versions_are_read_as_http11() {
     for other in [&b"GET / HTTP/2.0\r\n"[..], b"GET / HTTP/1.1\r\n", b"GET / HTTP/1.2 \r\n", b"GET / HTTP/1.2"] {
         assert!(!downgrade_minor_version(&mut other.to_vec()), "{other:?}");
     }
+}
+
+#[test]
+fn any_method_can_be_allowed() {
+    let limits = Limits { any_method: true, ..limits() };
+    assert!(parse_head(b"MKCOLA / HTTP/1.1\r\nHost: a\r\n\r\n", &limits, &mut Vec::new()).unwrap().is_some());
+}
+
+#[test]
+fn framing_errors_in_an_unfinished_head_are_refused_at_once() {
+    assert_eq!(
+        parse(b"PUT / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n"),
+        Err(Malformed("invalid Content-Length"))
+    );
+    assert_eq!(
+        parse(b"PUT / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n"),
+        Err(Malformed("conflicting Content-Length"))
+    );
+    assert_eq!(parse(b"PUT / HTTP/1.1\r\nContent-Length: 1\r\nContent-Len"), Ok(None));
 }
