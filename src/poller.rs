@@ -21,6 +21,11 @@ use crate::response::{Framing, Response, encode_head};
 /// Longest the poller sleeps: deadlines are enforced at least this often.
 const TICK: Duration = Duration::from_millis(250);
 
+/// Stale deadlines the heap may hold beyond two per parked connection
+/// before it is compacted (it starts with room for twice this, so a few
+/// connections never make it grow).
+const TIMER_SLACK: usize = 1024;
+
 /// Pause after an accept error such as `EMFILE`, so a full descriptor table
 /// does not turn into a busy loop.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -33,6 +38,8 @@ pub(crate) struct Poller {
     queue: Sender<Conn>,
     /// Readable connections the full queue could not take yet.
     backlog: VecDeque<Conn>,
+    /// Connections taken from the lot in one wake-up (kept for its capacity).
+    ready: Vec<Conn>,
     /// Deadlines of parked connections: (deadline, slot, generation).
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     /// The listener may have connections waiting (edge-triggered).
@@ -56,7 +63,8 @@ impl Poller {
             shared,
             queue,
             backlog: VecDeque::new(),
-            timers: BinaryHeap::new(),
+            ready: Vec::new(),
+            timers: BinaryHeap::with_capacity(2 * TIMER_SLACK),
             listener_ready: true,
             accept_paused_until: None,
             date: DateCache::new(),
@@ -92,7 +100,7 @@ impl Poller {
 
     /// Takes the parked connections that became readable and queues them.
     fn wake_ready(&mut self) {
-        let mut ready = Vec::new();
+        let mut ready = std::mem::take(&mut self.ready);
         {
             let mut lot = self.shared.lock();
             for event in self.events.iter() {
@@ -104,9 +112,10 @@ impl Poller {
             }
             self.timers.extend(lot.new_timers.drain(..).map(Reverse));
         }
-        for conn in ready {
+        for conn in ready.drain(..) {
             self.dispatch(conn);
         }
+        self.ready = ready;
     }
 
     fn dispatch(&mut self, conn: Conn) {
@@ -165,7 +174,7 @@ impl Poller {
             }
             // Entries of connections that moved on are dropped lazily; keep
             // the heap proportional to what is parked.
-            if self.timers.len() > 2 * lot.parked + 1024 {
+            if self.timers.len() > 2 * lot.parked + TIMER_SLACK {
                 self.timers.retain(|Reverse((_, slot, generation))| lot.is_parked(token(*slot, *generation)));
             }
         }

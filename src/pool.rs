@@ -35,10 +35,20 @@ pub(crate) fn spawn<H: Handler>(
         .collect()
 }
 
+/// crossbeam-channel allocates a thread's wait context the first time the
+/// thread blocks on any channel. Blocking once, briefly, on a channel that
+/// never delivers means no request ever pays for it (and keeps the
+/// keep-alive path allocation-free from the first request on).
+fn prime_wait_context() {
+    let (_keep_open, never) = crossbeam_channel::bounded::<()>(0);
+    let _ = never.recv_timeout(std::time::Duration::from_millis(1));
+}
+
 /// A worker's life: take a readable connection, serve it until it has
 /// nothing more to read, park or close it, repeat until the queue closes.
 fn work<H: Handler>(shared: &Shared, handler: &H, queue: &Receiver<Conn>, mut waiter: Waiter) {
     let mut scratch = Scratch::new(&shared.config);
+    prime_wait_context();
     while let Ok(mut conn) = queue.recv() {
         shared.wake_poller_if_waiting();
         let next = {
