@@ -172,7 +172,7 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                 Ok(None) => {}
                 Err(ParseError::Version) if downgrade_minor_version(conn.unparsed_mut()) => continue,
                 Err(e) => {
-                    log::debug!("{}: refusing request: {e:?}", cx.peer);
+                    debug!("{}: refusing request: {e:?}", cx.peer);
                     cx.counters.parse_error();
                     return finish(conn, io, cx, Some(e.status()));
                 }
@@ -208,7 +208,7 @@ fn fill<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(true),
         Err(e) => {
-            log::debug!("{}: read failed: {e}", cx.peer);
+            debug!("{}: read failed: {e}", cx.peer);
             Err(())
         }
     }
@@ -221,7 +221,7 @@ fn flush<T: Transport, H: ?Sized>(io: &mut T, cx: &mut Ctx<'_, H>) -> io::Result
     let result = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = &result {
-        log::debug!("{}: write failed: {e}", cx.peer);
+        debug!("{}: write failed: {e}", cx.peer);
     }
     result
 }
@@ -317,7 +317,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     }
     let written = write_body(io, out, resp.body, framing, cx.config.write_timeout);
     if let Err(e) = &written {
-        log::debug!("{}: response body failed: {e}", cx.peer);
+        debug!("{}: response body failed: {e}", cx.peer);
     }
     written.is_ok() && keep_alive
 }
@@ -333,7 +333,7 @@ fn checked(resp: Response, head: &Head, is_head: bool, peer: Peer) -> (Response,
     match planned {
         Ok(framing) => (resp, framing),
         Err(why) => {
-            log::error!("{peer}: handler response refused ({why}); answering 500");
+            error!("{peer}: handler response refused ({why}); answering 500");
             let resp = Response::error(500);
             let framing = plan(&resp, head.version, is_head).unwrap_or(Framing::CloseDelimited);
             (resp, framing)
@@ -355,7 +355,7 @@ fn upgrade<T: Transport, H: ?Sized>(
     let early = &conn.buf[conn.start..conn.end];
     let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, early)));
     if catch_unwind(run).is_err() {
-        log::error!("{}: upgraded connection handler panicked", cx.peer);
+        error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();
     }
     conn.consumed(conn.end, conn.end);
@@ -372,7 +372,7 @@ fn call<H: Handler + ?Sized>(handler: &H, req: &mut Request<'_>, peer: Peer, cou
                 .copied()
                 .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
                 .unwrap_or("<non-string panic>");
-            log::error!("{peer}: handler panicked: {text}; answering 500");
+            error!("{peer}: handler panicked: {text}; answering 500");
             counters.panic();
             Response::error(500)
         }

@@ -3,6 +3,9 @@
 #![warn(missing_debug_implementations)]
 #![cfg(unix)]
 
+#[macro_use]
+mod logging;
+
 mod body;
 mod config;
 mod conn;

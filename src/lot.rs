@@ -205,7 +205,7 @@ impl Shared {
         // Re-arming while holding the lock: bytes that arrived since the last
         // read raise an event only the poller can act on, after we release.
         if let Err(e) = self.registry.reregister(&mut conn.stream, token(slot, generation), Interest::READABLE) {
-            log::debug!("{}: re-arming failed: {e}", conn.peer);
+            debug!("{}: re-arming failed: {e}", conn.peer);
             self.forget(&mut lot, conn);
             return;
         }
@@ -232,7 +232,7 @@ impl Shared {
     pub(crate) fn wake_poller_if_waiting(&self) {
         if self.poller_waiting.load(Ordering::Relaxed) && self.poller_waiting.swap(false, Ordering::AcqRel) {
             if let Err(e) = self.waker.wake() {
-                log::error!("waking the poller failed: {e}");
+                error!("waking the poller failed: {e}");
             }
         }
     }

@@ -77,7 +77,7 @@ impl Poller {
             let timeout = self.timeout();
             if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
-                    log::error!("poller wait failed: {e}");
+                    error!("poller wait failed: {e}");
                     std::thread::sleep(ACCEPT_BACKOFF);
                 }
                 continue;
@@ -182,7 +182,7 @@ impl Poller {
             if conn.state.has_partial_head() {
                 self.answer_timeout(&mut conn);
             }
-            log::debug!("{}: closing after timeout", conn.peer);
+            debug!("{}: closing after timeout", conn.peer);
             self.shared.counters.timeout();
             self.shared.close(conn);
         }
@@ -227,7 +227,7 @@ impl Poller {
                         continue;
                     };
                     if let Err(e) = self.shared.admit(stream, peer, now) {
-                        log::warn!("{peer}: registering a new connection failed: {e}");
+                        warn!("{peer}: registering a new connection failed: {e}");
                         self.shared.counters.io_error();
                     }
                 }
@@ -235,7 +235,7 @@ impl Poller {
                 Err(e) if is_transient(&e) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off, keep serving.
-                    log::warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                    warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
                     self.shared.counters.io_error();
                     self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
                     return;
@@ -251,7 +251,7 @@ impl Poller {
             (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp, config.clone()) {
                 Ok(tls) => Some(Stream::Tls(Box::new(tls))),
                 Err(e) => {
-                    log::warn!("{peer}: starting TLS failed: {e}");
+                    warn!("{peer}: starting TLS failed: {e}");
                     None
                 }
             },
@@ -276,7 +276,7 @@ impl Poller {
         out.extend_from_slice(reason.as_bytes());
         let _ = stream.write(&out);
         stream.shutdown_write();
-        log::debug!("{peer}: saturated; answered 503");
+        debug!("{peer}: saturated; answered 503");
         self.shared.counters.rejected();
     }
 

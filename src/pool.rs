@@ -27,7 +27,7 @@ pub(crate) fn spawn<H: Handler>(
             thread::Builder::new().name(format!("httpool-worker-{i}")).spawn(move || {
                 match Waiter::new() {
                     Ok(waiter) => work(&shared, &*handler, &queue, waiter),
-                    Err(e) => log::error!("worker {i} could not start: {e}"),
+                    Err(e) => error!("worker {i} could not start: {e}"),
                 }
                 let _ = done.send(());
             })
@@ -64,7 +64,7 @@ fn work<H: Handler>(shared: &Shared, handler: &H, queue: &Receiver<Conn>, mut wa
             // Handler panics are caught inside; this catches a panicking body
             // reader, which leaves the connection in an unknown state.
             catch_unwind(AssertUnwindSafe(|| serve(&mut conn.state, &mut io, &mut cx))).unwrap_or_else(|_| {
-                log::error!("{}: panic while writing a response; closing", conn.peer);
+                error!("{}: panic while writing a response; closing", conn.peer);
                 shared.counters.panic();
                 scratch.out.clear();
                 Next::Close

@@ -232,7 +232,7 @@ impl Response {
     pub fn set_header(&mut self, name: impl Into<Cow<'static, str>>, value: impl Into<Cow<'static, str>>) {
         let (name, value) = (name.into(), value.into());
         if !is_valid_name(&name) || !is_valid_value(&value) {
-            log::error!("handler set an invalid header {name:?}; answering 500");
+            error!("handler set an invalid header {name:?}; answering 500");
             self.invalid = Some("invalid header name or value");
         } else if name.eq_ignore_ascii_case("content-type") {
             self.content_type = Some(value);
@@ -242,7 +242,7 @@ impl Response {
                 None => self.invalid = Some("invalid Content-Length"),
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            log::debug!("ignoring Transfer-Encoding set by handler");
+            debug!("ignoring Transfer-Encoding set by handler");
         } else if name.eq_ignore_ascii_case("connection")
             && tokens(value.as_bytes())
                 .all(|t| t.eq_ignore_ascii_case(b"close") || t.eq_ignore_ascii_case(b"keep-alive"))

@@ -338,7 +338,7 @@ impl ServerHandle {
                 let _ = worker.join();
             }
         } else {
-            log::warn!("{} workers still busy after the shutdown grace period", self.workers.len() - finished);
+            warn!("{} workers still busy after the shutdown grace period", self.workers.len() - finished);
         }
         all
     }
@@ -361,7 +361,7 @@ impl ShutdownSignal {
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::Release);
         if let Err(e) = self.shared.waker.wake() {
-            log::error!("waking the poller for shutdown failed: {e}");
+            error!("waking the poller for shutdown failed: {e}");
         }
     }
 }
