@@ -167,6 +167,13 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     if !respond(conn, io, cx, head) {
                         return finish(conn, io, cx, None);
                     }
+                    // Nothing buffered: a client that waits for each answer
+                    // has not sent its next request yet, so a read now would
+                    // almost always come back empty. Parking re-arms the
+                    // socket, which reports bytes that did arrive at once.
+                    if !conn.has_partial_head() && !io.holds_input() {
+                        return park(conn, io, cx);
+                    }
                     continue;
                 }
                 Ok(None) => {}

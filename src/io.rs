@@ -26,6 +26,13 @@ pub(crate) trait Transport: Read + Write {
     /// Blocks until the stream is ready or `timeout` passes; a timeout is an
     /// `ErrorKind::TimedOut` error.
     fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()>;
+
+    /// True when the stream may hold input the socket's readiness does not
+    /// show (TLS: records already decrypted), so it must be read before the
+    /// connection parks.
+    fn holds_input(&self) -> bool {
+        false
+    }
 }
 
 /// Reads at least one byte (or end of stream), waiting up to `timeout` for it.
@@ -129,6 +136,10 @@ impl Write for Socket<'_> {
 impl Transport for Socket<'_> {
     fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
         self.waiter.wait(&*self.stream, ready, timeout)
+    }
+
+    fn holds_input(&self) -> bool {
+        self.stream.holds_input()
     }
 }
 

@@ -31,6 +31,8 @@ pub(crate) struct Conn {
     slot: u32,
     /// Bumped on every park: readiness events of earlier parks are stale.
     generation: u32,
+    /// Registered with the poller (from its first park on).
+    registered: bool,
 }
 
 /// The readiness token of a slot in one generation.
@@ -161,9 +163,10 @@ impl Shared {
         self.lot.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a newly accepted connection and parks it until its first
-    /// bytes arrive.
-    pub(crate) fn admit(&self, mut stream: Stream, peer: Peer, now: Instant) -> std::io::Result<()> {
+    /// Gives a newly accepted connection a slot. It goes straight to a
+    /// worker (its request has usually arrived by the time it is accepted),
+    /// and is registered with the poller only if it ever parks.
+    pub(crate) fn admit(&self, stream: Stream, peer: Peer) -> Conn {
         let mut lot = self.lock();
         let slot = match lot.free.pop() {
             Some(slot) => slot,
@@ -173,18 +176,9 @@ impl Shared {
                 (lot.slots.len() - 1) as u32
             }
         };
-        let generation = lot.next_generation(slot);
-        if let Err(e) = self.registry.register(&mut stream, token(slot, generation), Interest::READABLE) {
-            lot.free(slot);
-            return Err(e);
-        }
-        let deadline = now + self.config.head_timeout;
-        lot.new_timers.push((deadline, slot, generation));
-        let state = ConnState::default();
-        lot.slots[slot as usize] = Slot::Parked(Conn { stream, peer, state, slot, generation });
-        lot.parked += 1;
+        lot.slots[slot as usize] = Slot::Busy;
         self.counters.accepted();
-        Ok(())
+        Conn { stream, peer, state: ConnState::default(), slot, generation: 0, registered: false }
     }
 
     /// Hands a connection with nothing to read back to the poller.
@@ -202,9 +196,15 @@ impl Shared {
         }
         conn.generation = lot.next_generation(conn.slot);
         let (slot, generation) = (conn.slot, conn.generation);
-        // Re-arming while holding the lock: bytes that arrived since the last
+        // Arming while holding the lock: bytes that arrived since the last
         // read raise an event only the poller can act on, after we release.
-        if let Err(e) = self.registry.reregister(&mut conn.stream, token(slot, generation), Interest::READABLE) {
+        let armed = if conn.registered {
+            self.registry.reregister(&mut conn.stream, token(slot, generation), Interest::READABLE)
+        } else {
+            self.registry.register(&mut conn.stream, token(slot, generation), Interest::READABLE)
+        };
+        conn.registered = true;
+        if let Err(e) = armed {
             debug!("{}: re-arming failed: {e}", conn.peer);
             self.forget(&mut lot, conn);
             return;

@@ -68,6 +68,15 @@ pub(crate) enum Stream {
 }
 
 impl Stream {
+    /// See [`Transport::holds_input`](crate::io::Transport::holds_input).
+    pub(crate) fn holds_input(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if let Stream::Tls(_) = self {
+            return true;
+        }
+        false
+    }
+
     /// Half-closes the sending side (the peer reads end of stream).
     pub(crate) fn shutdown_write(&mut self) {
         let _ = match self {

@@ -223,13 +223,9 @@ impl Poller {
                 Ok((stream, peer)) if saturated => self.reject(stream, peer),
                 Ok((stream, peer)) => {
                     #[cfg(feature = "tls")]
-                    let Some(stream) = self.secure(stream, peer) else {
-                        continue;
-                    };
-                    if let Err(e) = self.shared.admit(stream, peer, now) {
-                        warn!("{peer}: registering a new connection failed: {e}");
-                        self.shared.counters.io_error();
-                    }
+                    let Some(stream) = self.secure(stream, peer) else { continue };
+                    let conn = self.shared.admit(stream, peer);
+                    self.dispatch(conn);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.listener_ready = false,
                 Err(e) if is_transient(&e) => {}
