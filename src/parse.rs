@@ -221,6 +221,10 @@ fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), Parse
 fn map_httparse(e: httparse::Error, buf: &[u8], limits: &Limits) -> ParseError {
     match e {
         httparse::Error::TooManyHeaders => ParseError::HeadTooLarge,
+        // RFC 9112 §2.3: HTTP-version = "HTTP/" DIGIT "." DIGIT, the name
+        // case-sensitive. 505 is for an HTTP version we do not speak (RFC
+        // 9110 §15.6.6); `http/1.1`, `RTSP/1.0` or `dogg` are malformed.
+        httparse::Error::Version if !names_an_http_version(buf) => ParseError::Malformed("invalid HTTP version"),
         httparse::Error::Version => ParseError::Version,
         // A request line longer than the limit is a 414 even when httparse
         // stopped on some byte inside it.
@@ -231,6 +235,13 @@ fn map_httparse(e: httparse::Error, buf: &[u8], limits: &Limits) -> ParseError {
         httparse::Error::Token => ParseError::Malformed("invalid token in request line"),
         _ => ParseError::Malformed("invalid request head"),
     }
+}
+
+/// True when the third field of the request line starts `HTTP/<digit>`.
+fn names_an_http_version(buf: &[u8]) -> bool {
+    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(buf.len());
+    let line = buf[start..].split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
+    matches!(line.splitn(3, |&b| b == b' ').nth(2), Some([b'H', b'T', b'T', b'P', b'/', d, ..]) if d.is_ascii_digit())
 }
 
 /// Offset and length of `part` inside `buf`; `part` must be a sub-slice.

@@ -109,7 +109,10 @@ impl<'a> Request<'a> {
         self.peer.ip()
     }
 
-    /// The request body.
+    /// The request body, with `chunked` framing removed. A registered coding
+    /// applied before `chunked` (`Transfer-Encoding: gzip, chunked`) is
+    /// left in place: check `Transfer-Encoding` and decode it, or answer
+    /// `501` (unregistered codings get `501` before the handler runs).
     pub fn body(&mut self) -> &mut Body<'a> {
         &mut self.body
     }

@@ -79,6 +79,8 @@ reject! {
     http2_preface_method_is_refused: b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n" => Malformed("HTTP/2 connection preface");
     unknown_method_is_not_implemented: b"MKCOLA / HTTP/1.1\r\nHost: a\r\n\r\n" => UnknownMethod;
     methods_are_case_sensitive: b"get / HTTP/1.1\r\nHost: a\r\n\r\n" => UnknownMethod;
+    rtsp_is_not_http: b"OPTIONS / RTSP/1.0\r\n\r\n" => Malformed("invalid HTTP version");
+    lower_case_http_name_is_malformed: b"GET / http/1.1\r\nHost: a\r\n\r\n" => Malformed("invalid HTTP version");
     http2_is_not_supported: b"GET / HTTP/2.0\r\nHost: a\r\n\r\n" => ParseError::Version;
     unknown_expectation_fails: b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n" => Expectation;
     long_uri_is_too_long: &[b"GET /".as_slice(), &[b'a'; 100], b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat() => UriTooLong;
