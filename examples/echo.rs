@@ -19,9 +19,7 @@ fn echo(req: &mut Request) -> Response {
 }
 
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:8080".into());
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".into());
     let server = Server::bind(&addr)?;
     eprintln!("echo listening on http://{}", server.local_addr()?);
     server.serve(echo)

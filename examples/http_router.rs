@@ -23,9 +23,7 @@ fn health(_req: &http::Request<()>, _params: &matchit::Params) -> http::Response
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:8003".into());
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8003".into());
     let mut router = matchit::Router::<Route>::new();
     router.insert("/users/{id}", user)?;
     router.insert("/health", health)?;

@@ -10,24 +10,15 @@ use std::time::Duration;
 use httpool::{Request, Response, Server};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:8001".into());
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8001".into());
     let server = Server::bind(&addr)?
         .shutdown_grace(Duration::from_secs(5))
         .spawn(|_: &mut Request| Response::text("still here\n"))?;
-    eprintln!(
-        "listening on http://{}; Ctrl-C to stop",
-        server.local_addr()
-    );
+    eprintln!("listening on http://{}; Ctrl-C to stop", server.local_addr());
     let signal = server.signal();
     ctrlc::set_handler(move || signal.shutdown())?;
     let clean = server.join();
-    let outcome = if clean {
-        "every request finished"
-    } else {
-        "grace period ran out"
-    };
+    let outcome = if clean { "every request finished" } else { "grace period ran out" };
     eprintln!("stopped: {outcome}");
     Ok(())
 }

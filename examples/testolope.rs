@@ -21,13 +21,8 @@ pub fn testolope(req: &mut Request) -> Response {
 }
 
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:9999".into());
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9999".into());
     let server = Server::bind(&addr)?;
-    eprintln!(
-        "testolope listening on http://{}/testolope",
-        server.local_addr()?
-    );
+    eprintln!("testolope listening on http://{}/testolope", server.local_addr()?);
     server.serve(testolope)
 }

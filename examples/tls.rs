@@ -20,8 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let server = Server::bind(&addr)?.tls(httpool::tls::config_from_pem(&cert, &key)?);
     eprintln!("serving https://{}/", server.local_addr()?);
-    server
-        .serve(|req: &mut Request| Response::text(format!("secure hello from {}\n", req.path())))?;
+    server.serve(|req: &mut Request| Response::text(format!("secure hello from {}\n", req.path())))?;
     Ok(())
 }
 
@@ -29,12 +28,6 @@ fn self_signed() -> Result<(Vec<u8>, Vec<u8>), Box<dyn std::error::Error>> {
     let made = rcgen::generate_simple_self_signed(vec!["localhost".into()])?;
     let path = std::env::temp_dir().join("httpool-example-cert.pem");
     std::fs::write(&path, made.cert.pem())?;
-    eprintln!(
-        "self-signed certificate: curl --cacert {} https://localhost:PORT/",
-        path.display()
-    );
-    Ok((
-        made.cert.pem().into_bytes(),
-        made.key_pair.serialize_pem().into_bytes(),
-    ))
+    eprintln!("self-signed certificate: curl --cacert {} https://localhost:PORT/", path.display());
+    Ok((made.cert.pem().into_bytes(), made.key_pair.serialize_pem().into_bytes()))
 }

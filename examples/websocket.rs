@@ -12,9 +12,7 @@ use tungstenite::protocol::{Role, WebSocket};
 
 /// Answers `GET /echo` with the WebSocket handshake; echoes every message.
 pub fn handler(req: &mut Request) -> Response {
-    let wants_websocket = req
-        .header("upgrade")
-        .is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let wants_websocket = req.header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
     let key = req.header("sec-websocket-key");
     match (req.path(), wants_websocket, key) {
         ("/echo", true, Some(key)) => Response::upgrade(echo)
@@ -28,9 +26,7 @@ pub fn handler(req: &mut Request) -> Response {
 fn echo(conn: Upgraded<'_>) {
     let mut ws = WebSocket::from_raw_socket(conn, Role::Server, None);
     while let Ok(message) = ws.read() {
-        if message.is_close()
-            || ((message.is_text() || message.is_binary()) && ws.send(message).is_err())
-        {
+        if message.is_close() || ((message.is_text() || message.is_binary()) && ws.send(message).is_err()) {
             break;
         }
     }
@@ -38,9 +34,7 @@ fn echo(conn: Upgraded<'_>) {
 
 #[allow(dead_code)] // The tests include this file for `handler`.
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:8002".into());
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8002".into());
     let server = Server::bind(&addr)?;
     eprintln!("WebSocket echo on ws://{}/echo", server.local_addr()?);
     server.serve(handler)

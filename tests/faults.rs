@@ -20,11 +20,7 @@ use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
 fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !cond(&server.stats()) {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {:?}",
-            server.stats()
-        );
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", server.stats());
         thread::yield_now();
     }
 }
@@ -52,10 +48,7 @@ fn blocking_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mps
 
 /// Saturates a one-worker, depth-one server: A in the handler, B in the
 /// queue, C held by the poller.
-fn saturate(
-    server: &ServerHandle,
-    entered: &mpsc::Receiver<()>,
-) -> Vec<BufReader<std::net::TcpStream>> {
+fn saturate(server: &ServerHandle, entered: &mpsc::Receiver<()>) -> Vec<BufReader<std::net::TcpStream>> {
     let addr = server.local_addr();
     let mut a = connect(addr);
     send(&mut a, &get("/block"));
@@ -140,11 +133,7 @@ fn emfile_child() {
     if std::env::var_os("HTTPOOL_EMFILE_CHILD").is_none() {
         return;
     }
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(2)
-        .spawn(|_: &mut Request| Response::text("ok"))
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(2).spawn(|_: &mut Request| Response::text("ok")).unwrap();
     println!("PORT {}", server.local_addr().port());
     for line in std::io::stdin().lines() {
         match line.unwrap().as_str() {
@@ -226,24 +215,13 @@ fn accept_backs_off_on_descriptor_exhaustion() {
     // Over a second of saturation, the accept path retries about every
     // 100 ms: a busy loop would fail thousands of times.
     let waiting = &mut clients[accepted];
-    waiting
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
+    waiting.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     let started = Instant::now();
     let err = waiting.read(&mut [0; 1]).unwrap_err();
-    assert!(
-        matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
-        "{err}"
-    );
+    assert!(matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut), "{err}");
     let (_, _, errors_after) = child.stats();
     let allowed = 5 + 2 * started.elapsed().as_millis() as u64 / 100;
-    assert!(
-        errors_after - errors <= allowed,
-        "{} accept errors in {:?}",
-        errors_after - errors,
-        started.elapsed()
-    );
+    assert!(errors_after - errors <= allowed, "{} accept errors in {:?}", errors_after - errors, started.elapsed());
     // Freeing descriptors lets the rest in.
     waiting.get_ref().set_read_timeout(Some(PATIENCE)).unwrap();
     let rest = clients.split_off(accepted);
@@ -292,11 +270,7 @@ fn load_client(addr: SocketAddr, count: &AtomicU64) -> Ending {
 
 #[test]
 fn shutdown_under_load_completes_every_request_in_flight() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(4)
-        .spawn(|_: &mut Request| Response::text("ok"))
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(4).spawn(|_: &mut Request| Response::text("ok")).unwrap();
     let addr = server.local_addr();
     let count = Arc::new(AtomicU64::new(0));
     let clients: Vec<_> = (0..16)
@@ -306,24 +280,12 @@ fn shutdown_under_load_completes_every_request_in_flight() {
         })
         .collect();
     wait_for(&server, "load", |s| s.requests > 2000);
-    assert!(
-        server.shutdown(),
-        "all threads joined within the grace period"
-    );
-    let endings: Vec<Ending> = clients
-        .into_iter()
-        .map(|c| c.join().expect("no broken response"))
-        .collect();
+    assert!(server.shutdown(), "all threads joined within the grace period");
+    let endings: Vec<Ending> = clients.into_iter().map(|c| c.join().expect("no broken response")).collect();
     assert_eq!(endings.len(), 16);
     assert!(count.load(Ordering::Relaxed) > 2000);
-    let told = endings
-        .iter()
-        .filter(|e| matches!(e, Ending::ToldToClose))
-        .count();
-    let quiet = endings
-        .iter()
-        .filter(|e| matches!(e, Ending::ClosedBeforeAnswer))
-        .count();
+    let told = endings.iter().filter(|e| matches!(e, Ending::ToldToClose)).count();
+    let quiet = endings.iter().filter(|e| matches!(e, Ending::ClosedBeforeAnswer)).count();
     assert_eq!(told + quiet, 16);
 }
 
@@ -351,17 +313,9 @@ fn two_thousand_idle_connections_do_not_slow_a_new_client() {
     }
     wait_for(&server, "all parked", |s| s.parked as usize == IDLE);
     let mut fresh = connect(addr);
-    fresh
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
+    fresh.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     send(&mut fresh, &get("/"));
-    assert_eq!(
-        read_reply(&mut fresh, false)
-            .expect("served within 1 s")
-            .status,
-        200
-    );
+    assert_eq!(read_reply(&mut fresh, false).expect("served within 1 s").status, 200);
     let stats = server.stats();
     assert_eq!(stats.open as usize, IDLE + 1);
     assert!(server.shutdown());

@@ -14,11 +14,7 @@ use httpool::{Request, Response, Server, ServerHandle};
 mod testolope;
 
 fn testolope_server(workers: usize) -> ServerHandle {
-    Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(workers)
-        .spawn(testolope::testolope)
-        .unwrap()
+    Server::bind("127.0.0.1:0").unwrap().workers(workers).spawn(testolope::testolope).unwrap()
 }
 
 #[test]
@@ -72,10 +68,7 @@ fn exact_bytes_of_a_keep_alive_response() {
     let text = String::from_utf8(raw[..got].to_vec()).unwrap();
     let (before, after) = text.split_once("Date: ").unwrap();
     assert_eq!(before, "HTTP/1.1 200 OK\r\n");
-    assert_eq!(
-        &after[29..],
-        "\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nTestolope"
-    );
+    assert_eq!(&after[29..], "\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nTestolope");
     assert!(server.shutdown());
 }
 
@@ -111,10 +104,7 @@ fn idle_keep_alive_connections_hold_no_worker() {
         idle.push(conn);
     }
     let mut fresh = connect(addr);
-    fresh
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
+    fresh.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     send(&mut fresh, &get("/testolope"));
     let reply = read_reply(&mut fresh, false).expect("served within 1 s despite idle connections");
     assert_eq!(reply.status, 200);
@@ -132,17 +122,9 @@ fn a_client_sending_half_a_head_holds_no_worker() {
         slow.push(conn);
     }
     let mut fresh = connect(addr);
-    fresh
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(1)))
-        .unwrap();
+    fresh.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
     send(&mut fresh, &get("/testolope"));
-    assert_eq!(
-        read_reply(&mut fresh, false)
-            .expect("served within 1 s")
-            .status,
-        200
-    );
+    assert_eq!(read_reply(&mut fresh, false).expect("served within 1 s").status, 200);
     // The slow clients finish their heads and are served too.
     for conn in &mut slow {
         send(conn, b"st\r\n\r\n");
@@ -196,24 +178,12 @@ fn http10_closes_unless_kept_alive() {
     let server = testolope_server(1);
     let mut conn = connect(server.local_addr());
     send(&mut conn, b"GET /testolope HTTP/1.0\r\n\r\n");
-    assert_eq!(
-        read_reply(&mut conn, false).unwrap().header("connection"),
-        Some("close")
-    );
+    assert_eq!(read_reply(&mut conn, false).unwrap().header("connection"), Some("close"));
     assert!(closed(&mut conn));
     let mut conn = connect(server.local_addr());
-    send(
-        &mut conn,
-        b"GET /testolope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
-    );
-    assert_eq!(
-        read_reply(&mut conn, false).unwrap().header("connection"),
-        Some("keep-alive")
-    );
-    send(
-        &mut conn,
-        b"GET /testolope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
-    );
+    send(&mut conn, b"GET /testolope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_eq!(read_reply(&mut conn, false).unwrap().header("connection"), Some("keep-alive"));
+    send(&mut conn, b"GET /testolope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     assert_eq!(read_reply(&mut conn, false).unwrap().status, 200);
     assert!(server.shutdown());
 }
@@ -253,16 +223,10 @@ fn request_bodies_reach_the_handler() {
         })
         .unwrap();
     let mut conn = connect(server.local_addr());
-    send(
-        &mut conn,
-        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel",
-    );
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel");
     send(&mut conn, b"lo");
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"hello");
-    send(
-        &mut conn,
-        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
-    );
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"abc");
     assert!(server.shutdown());
 }

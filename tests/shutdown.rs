@@ -18,25 +18,15 @@ fn httpool_threads() -> usize {
 
 #[test]
 fn shutdown_closes_idle_connections_and_joins_every_thread() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(3)
-        .spawn(|_: &mut Request| Response::text("ok"))
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(3).spawn(|_: &mut Request| Response::text("ok")).unwrap();
     let mut idle = connect(server.local_addr());
     send(&mut idle, &get("/"));
     assert_eq!(read_reply(&mut idle, false).unwrap().status, 200);
     // A thread names itself once it runs; the poller and one worker have.
     #[cfg(target_os = "linux")]
     assert!(httpool_threads() >= 2);
-    assert!(
-        server.shutdown(),
-        "every thread joined within the grace period"
-    );
-    assert!(
-        closed(&mut idle),
-        "the idle keep-alive connection was closed"
-    );
+    assert!(server.shutdown(), "every thread joined within the grace period");
+    assert!(closed(&mut idle), "the idle keep-alive connection was closed");
     #[cfg(target_os = "linux")]
     assert_eq!(httpool_threads(), 0);
 }

@@ -31,17 +31,11 @@ fn serves_ipv6() {
 fn serves_a_listener_bound_by_the_caller() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = Server::from_listener(listener)
-        .workers(1)
-        .spawn(peer_handler)
-        .unwrap();
+    let server = Server::from_listener(listener).workers(1).spawn(peer_handler).unwrap();
     assert_eq!(server.local_addr(), addr);
     let mut conn = connect(addr);
     send(&mut conn, &get("/"));
-    assert_eq!(
-        read_reply(&mut conn, false).unwrap().body,
-        b"Some(127.0.0.1)"
-    );
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"Some(127.0.0.1)");
     assert!(server.shutdown());
 }
 
@@ -51,11 +45,7 @@ fn serves_a_unix_domain_socket() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
     let _ = std::fs::remove_file(&path);
-    let server = Server::bind_unix(&path)
-        .unwrap()
-        .workers(1)
-        .spawn(peer_handler)
-        .unwrap();
+    let server = Server::bind_unix(&path).unwrap().workers(1).spawn(peer_handler).unwrap();
     let stream = UnixStream::connect(&path).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
@@ -92,15 +82,11 @@ mod tls {
     /// A server certificate for `localhost`, and a client that trusts it.
     fn setup() -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>) {
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        let server = httpool::tls::config_from_pem(
-            cert.cert.pem().as_bytes(),
-            cert.key_pair.serialize_pem().as_bytes(),
-        )
-        .unwrap();
+        let server =
+            httpool::tls::config_from_pem(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes())
+                .unwrap();
         let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(CertificateDer::from(cert.cert.der().to_vec()))
-            .unwrap();
+        roots.add(CertificateDer::from(cert.cert.der().to_vec())).unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let client = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -112,10 +98,7 @@ mod tls {
 
     type Client = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
-    fn connect(
-        addr: std::net::SocketAddr,
-        config: &Arc<rustls::ClientConfig>,
-    ) -> BufReader<Client> {
+    fn connect(addr: std::net::SocketAddr, config: &Arc<rustls::ClientConfig>) -> BufReader<Client> {
         let sock = TcpStream::connect(addr).unwrap();
         sock.set_read_timeout(Some(PATIENCE)).unwrap();
         let name = ServerName::try_from("localhost").unwrap();
@@ -133,10 +116,8 @@ mod tls {
             conn.read_line(&mut line).unwrap();
             head.push_str(&line);
         }
-        let len: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("Content-Length: "))
-            .map_or(0, |v| v.trim().parse().unwrap());
+        let len: usize =
+            head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).map_or(0, |v| v.trim().parse().unwrap());
         let mut body = vec![0; len];
         conn.read_exact(&mut body).unwrap();
         (head, body)
@@ -164,11 +145,8 @@ mod tls {
         }
         // Pipelined, and a body bigger than one TLS record.
         let big = vec![b'z'; 40_000];
-        let mut req = format!(
-            "POST /big HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
-            big.len()
-        )
-        .into_bytes();
+        let mut req =
+            format!("POST /big HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n", big.len()).into_bytes();
         req.extend_from_slice(&big);
         req.extend_from_slice(b"GET /after HTTP/1.1\r\nHost: localhost\r\n\r\n");
         conn.get_mut().write_all(&req).unwrap();
@@ -189,14 +167,10 @@ mod tls {
             .unwrap();
         let mut sock = TcpStream::connect(server.local_addr()).unwrap();
         sock.set_read_timeout(Some(PATIENCE)).unwrap();
-        sock.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            .unwrap();
+        sock.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
         let mut reply = Vec::new();
         let _ = sock.read_to_end(&mut reply);
-        assert!(
-            !reply.starts_with(b"HTTP/1.1 200"),
-            "served plaintext on the TLS port"
-        );
+        assert!(!reply.starts_with(b"HTTP/1.1 200"), "served plaintext on the TLS port");
         assert!(server.shutdown());
     }
 }
@@ -211,25 +185,14 @@ fn requests_convert_to_the_http_crate() {
             let head = req.to_http().unwrap();
             let answer = http::Response::builder()
                 .status(202)
-                .header(
-                    "X-Seen",
-                    format!(
-                        "{} {} {:?}",
-                        head.method(),
-                        head.uri(),
-                        head.headers()["x-a"]
-                    ),
-                )
+                .header("X-Seen", format!("{} {} {:?}", head.method(), head.uri(), head.headers()["x-a"]))
                 .body(String::from("converted"))
                 .unwrap();
             Response::from(answer)
         })
         .unwrap();
     let mut conn = connect(server.local_addr());
-    send(
-        &mut conn,
-        b"PATCH /p?q=1 HTTP/1.1\r\nHost: h\r\nX-A: v\r\n\r\n",
-    );
+    send(&mut conn, b"PATCH /p?q=1 HTTP/1.1\r\nHost: h\r\nX-A: v\r\n\r\n");
     let reply = read_reply(&mut conn, false).unwrap();
     assert_eq!(reply.status, 202);
     assert_eq!(reply.header("x-seen"), Some("PATCH /p?q=1 \"v\""));

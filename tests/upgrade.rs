@@ -14,11 +14,7 @@ mod websocket;
 
 #[test]
 fn websocket_echo_with_a_tungstenite_client() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(2)
-        .spawn(websocket::handler)
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(2).spawn(websocket::handler).unwrap();
     let stream = TcpStream::connect(server.local_addr()).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     let url = format!("ws://{}/echo", server.local_addr());
@@ -28,8 +24,7 @@ fn websocket_echo_with_a_tungstenite_client() {
         ws.send(tungstenite::Message::text(text)).unwrap();
         assert_eq!(ws.read().unwrap().into_text().unwrap().as_str(), text);
     }
-    ws.send(tungstenite::Message::binary(vec![0u8, 1, 2]))
-        .unwrap();
+    ws.send(tungstenite::Message::binary(vec![0u8, 1, 2])).unwrap();
     assert_eq!(ws.read().unwrap().into_data().as_ref(), [0u8, 1, 2]);
     // While the upgraded connection holds one worker, the other serves HTTP.
     let mut plain = connect(server.local_addr());
@@ -57,17 +52,10 @@ fn raw_echo(req: &mut Request) -> Response {
 
 #[test]
 fn bytes_sent_right_after_the_upgrade_request_reach_the_new_protocol() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .spawn(raw_echo)
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.set_read_timeout(Some(PATIENCE)).unwrap();
-    conn.write_all(
-        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly bytes",
-    )
-    .unwrap();
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly bytes").unwrap();
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
     while !got.ends_with(b"early bytes") {
@@ -76,14 +64,8 @@ fn bytes_sent_right_after_the_upgrade_request_reach_the_new_protocol() {
         got.extend_from_slice(&buf[..n]);
     }
     let text = String::from_utf8(got).unwrap();
-    assert!(
-        text.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("\r\nUpgrade: echo\r\nConnection: upgrade\r\n\r\nearly bytes"),
-        "{text}"
-    );
+    assert!(text.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{text}");
+    assert!(text.contains("\r\nUpgrade: echo\r\nConnection: upgrade\r\n\r\nearly bytes"), "{text}");
     conn.write_all(b"later").unwrap();
     let n = conn.read(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"later");
@@ -93,11 +75,7 @@ fn bytes_sent_right_after_the_upgrade_request_reach_the_new_protocol() {
 
 #[test]
 fn an_upgrade_the_client_did_not_ask_for_is_a_500() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .spawn(raw_echo)
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();
     let mut conn = connect(server.local_addr());
     send(&mut conn, &get("/not-asked"));
     let reply = read_reply(&mut conn, false).unwrap();
@@ -108,16 +86,10 @@ fn an_upgrade_the_client_did_not_ask_for_is_a_500() {
 
 #[test]
 fn a_101_without_an_upgrade_closure_is_a_500() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .spawn(|_: &mut Request| Response::status(101))
-        .unwrap();
+    let server =
+        Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(|_: &mut Request| Response::status(101)).unwrap();
     let mut conn = connect(server.local_addr());
-    send(
-        &mut conn,
-        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n",
-    );
+    send(&mut conn, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n");
     assert_eq!(read_reply(&mut conn, false).unwrap().status, 500);
     assert!(server.shutdown());
 }

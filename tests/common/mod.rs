@@ -29,10 +29,7 @@ pub struct Reply {
 
 impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -43,11 +40,7 @@ pub fn read_reply(conn: &mut BufReader<TcpStream>, head: bool) -> io::Result<Rep
     if conn.read_line(&mut line)? == 0 {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
-    let status = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
+    let status = line.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("status line");
     let mut headers = Vec::new();
     loop {
         line.clear();
@@ -59,11 +52,7 @@ pub fn read_reply(conn: &mut BufReader<TcpStream>, head: bool) -> io::Result<Rep
         let (n, v) = l.split_once(':').expect("header line");
         headers.push((n.to_ascii_lowercase(), v.trim().to_string()));
     }
-    let mut reply = Reply {
-        status,
-        headers,
-        body: Vec::new(),
-    };
+    let mut reply = Reply { status, headers, body: Vec::new() };
     if head || status < 200 || status == 204 || status == 304 {
         return Ok(reply);
     }
