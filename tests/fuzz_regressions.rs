@@ -1,0 +1,225 @@
+//! The fuzz entry points (`httpool::fuzz`) under `cargo test`: the seed
+//! inputs of `fuzz/seeds/` with their exact expected responses, and one test
+//! per problem found while fuzzing (see the tests' comments).
+
+use httpool::fuzz::{parse, serve_chunks};
+
+/// One response as written by the server.
+#[derive(Debug)]
+struct Resp {
+    status_line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Splits the server's output into responses: `Content-Length` framing, no
+/// body for 1xx (none of these tests sends `HEAD`). Panics on anything else.
+fn responses(mut out: &[u8]) -> Vec<Resp> {
+    let mut all = Vec::new();
+    while !out.is_empty() {
+        let head_end = out
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("unterminated head in {:?}", String::from_utf8_lossy(out)))
+            + 4;
+        let head = std::str::from_utf8(&out[..head_end - 4]).expect("ASCII head");
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap().to_string();
+        assert!(status_line.starts_with("HTTP/1.1 "), "{status_line:?}");
+        let headers: Vec<(String, String)> = lines
+            .map(|l| {
+                let (n, v) = l.split_once(": ").expect("header line");
+                (n.to_string(), v.to_string())
+            })
+            .collect();
+        let mut resp = Resp { status_line, headers, body: Vec::new() };
+        let len = if resp.status_line.starts_with("HTTP/1.1 1") {
+            0
+        } else {
+            resp.header("Content-Length").expect("Content-Length").parse::<usize>().unwrap()
+        };
+        resp.body = out[head_end..head_end + len].to_vec();
+        out = &out[head_end + len..];
+        all.push(resp);
+    }
+    all
+}
+
+fn status_lines(out: &[u8]) -> Vec<String> {
+    responses(out).into_iter().map(|r| r.status_line).collect()
+}
+
+const GET: &[u8] = b"GET /hello?x=1 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: fuzz\r\n\r\n";
+const POST_CL: &[u8] = b"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello";
+const CHUNKED: &[u8] = b"POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;name=value;q=\"x y\"\r\nhello\r\n6 ; ext\r\n world\r\n0\r\nX-Trailer: yes\r\nX-Other: 1\r\n\r\n";
+const PIPELINED: &[u8] = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nPOST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET /c HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\nHost: a\r\n\r\n";
+const EXPECT_HEAD: &[u8] = b"PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n";
+
+#[test]
+fn seed_get_is_one_200() {
+    let out = serve_chunks(&[GET]);
+    let rs = responses(&out);
+    assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK"]);
+    assert_eq!(rs[0].body, b"");
+    assert_eq!(rs[0].header("Connection"), None, "HTTP/1.1 stays open");
+}
+
+#[test]
+fn seed_post_with_content_length_is_echoed() {
+    let out = serve_chunks(&[POST_CL]);
+    let rs = responses(&out);
+    assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK"]);
+    assert_eq!(rs[0].body, b"hello");
+}
+
+#[test]
+fn seed_chunked_with_extensions_and_trailers_is_echoed() {
+    let whole = serve_chunks(&[CHUNKED]);
+    assert_eq!(status_lines(&whole), ["HTTP/1.1 200 OK"]);
+    assert_eq!(responses(&whole)[0].body, b"hello world");
+
+    // The same bytes cut at the head's end, inside the framing and before
+    // the final CRLF, then one byte per chunk.
+    let head_end = CHUNKED.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let n = CHUNKED.len();
+    let cut: [&[u8]; 5] = [
+        &CHUNKED[..head_end],
+        &CHUNKED[head_end..head_end + 7],
+        &CHUNKED[head_end + 7..n - 20],
+        &CHUNKED[n - 20..n - 1],
+        &CHUNKED[n - 1..],
+    ];
+    let bytes: Vec<&[u8]> = CHUNKED.chunks(1).collect();
+    for chunks in [&cut[..], &bytes[..]] {
+        let out = serve_chunks(chunks);
+        assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK"]);
+        assert_eq!(responses(&out)[0].body, b"hello world");
+    }
+}
+
+#[test]
+fn seed_pipelined_requests_are_answered_in_order_until_close() {
+    let out = serve_chunks(&[PIPELINED]);
+    let rs = responses(&out);
+    assert_eq!(
+        status_lines(&out),
+        ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"],
+        "the request after `Connection: close` is not answered"
+    );
+    assert_eq!(rs[1].body, b"abc");
+    assert_eq!(rs[2].header("Connection"), Some("close"));
+}
+
+#[test]
+fn seed_expect_continue_gets_100_then_200() {
+    let out = serve_chunks(&[EXPECT_HEAD, b"body"]);
+    let rs = responses(&out);
+    assert_eq!(status_lines(&out), ["HTTP/1.1 100 Continue", "HTTP/1.1 200 OK"]);
+    assert_eq!(rs[1].body, b"body");
+}
+
+#[test]
+fn seed_http10_keep_alive_then_default_close() {
+    let out = serve_chunks(&[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.0\r\n\r\n"]);
+    let rs = responses(&out);
+    assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"]);
+    assert_eq!(rs[0].header("Connection"), Some("keep-alive"));
+    assert_eq!(rs[1].header("Connection"), Some("close"));
+}
+
+#[test]
+fn seed_bad_requests_get_400_and_close() {
+    for input in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    ] {
+        let out = serve_chunks(&[input]);
+        let rs = responses(&out);
+        assert_eq!(status_lines(&out), ["HTTP/1.1 400 Bad Request"]);
+        assert_eq!(rs[0].header("Connection"), Some("close"));
+    }
+}
+
+#[test]
+fn seeds_parse_without_panicking() {
+    for input in [GET, POST_CL, CHUNKED, PIPELINED, EXPECT_HEAD, b"GET / HTTP/1.1\nHost: a\n\n"] {
+        parse(input);
+    }
+}
+
+/// Builds a request head of exactly `total` bytes: `prefix` (request line and
+/// headers, each ending in CRLF), an `X-Fill` header padding it out, and the
+/// blank line.
+fn head_of_len(prefix: &[u8], total: usize) -> Vec<u8> {
+    let mut head = prefix.to_vec();
+    head.extend_from_slice(b"X-Fill: ");
+    head.resize(total - 4, b'x');
+    head.extend_from_slice(b"\r\n\r\n");
+    assert_eq!(head.len(), total);
+    head
+}
+
+/// Finding 1 (by review of the buffer arithmetic while writing the fuzz
+/// targets; the fuzzer's inputs did not grow past 20 KiB within 10 minutes,
+/// so it could not reach it): a pipelined request whose head ends exactly at the end of the
+/// 20 KiB read buffer (16 KiB head limit + 4 KiB slack) and whose body is
+/// chunked gets no response at all: the connection is closed.
+///
+/// `respond` hands the chunked decoder `conn.buf[head_end..]` as its framing
+/// buffer, which is empty here; `Body::fill` then reads into an empty slice,
+/// gets `Ok(0)`, takes it for end of stream (`BodyError::Io`) and the
+/// connection is dropped without an answer. Fixed in f36913c
+/// (`ConnState::make_body_room` before reading a body from the socket).
+#[test]
+fn chunked_body_after_head_ending_at_buffer_end() {
+    const READ_BUFFER: usize = 16 * 1024 + 4096;
+    for slack in [0, 1, 3] {
+        let mut input = head_of_len(b"GET /a HTTP/1.1\r\nHost: a\r\n", 12_000);
+        input.extend(head_of_len(
+            b"POST /b HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n",
+            READ_BUFFER - 12_000 - slack,
+        ));
+        input.extend_from_slice(b"5\r\nhello\r\n0\r\n\r\n");
+        let out = serve_chunks(&[&input]);
+        assert_eq!(
+            status_lines(&out),
+            ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"],
+            "slack {slack}: the chunked request was not answered"
+        );
+        assert_eq!(responses(&out)[1].body, b"hello", "slack {slack}");
+    }
+}
+
+/// Finding 2 (by review, confirmed with `serve_chunks`): with pipelining, a
+/// `100 Continue` for a later request is written before the queued final
+/// response of an earlier one, so a client reads it as an interim response
+/// to the earlier request (RFC 9112 §9.3.2: responses go out in request
+/// order).
+///
+/// Output today: `100 Continue`, `200` (for GET /a), `200` (for PUT /b).
+/// `respond` only flushes queued responses when the body needs the socket;
+/// here the body is fully buffered, but `Body` still sends `100 Continue`
+/// straight to the socket on its first read. Either fix is accepted: no
+/// `100` at all (the body is already here, RFC 9110 §10.1.1 lets the server
+/// omit it), or a `100` after the first `200`. Fixed in f36913c (no `100`
+/// for an already-buffered body).
+#[test]
+fn continue_does_not_overtake_an_earlier_pipelined_response() {
+    let mut input = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n".to_vec();
+    input.extend_from_slice(EXPECT_HEAD);
+    input.extend_from_slice(b"body");
+    let out = serve_chunks(&[&input]);
+    let lines = status_lines(&out);
+    assert!(
+        lines == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"]
+            || lines == ["HTTP/1.1 200 OK", "HTTP/1.1 100 Continue", "HTTP/1.1 200 OK"],
+        "responses out of order: {lines:?}"
+    );
+    assert_eq!(responses(&out).last().unwrap().body, b"body");
+}
