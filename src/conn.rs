@@ -19,7 +19,7 @@ use crate::io::{Transport, write_all_wait};
 use crate::net::Peer;
 use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head};
 use crate::request::{Request, Version};
-use crate::response::{Framing, Payload, Response, encode_head, plan};
+use crate::response::{Framing, Payload, Response, encode_closing, encode_head, plan};
 use crate::stats::Counters;
 use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
@@ -247,10 +247,7 @@ fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
         conn.requests += 1;
         cx.counters.requests(1);
         let date = *cx.scratch.date.now();
-        let resp = Response::error(code);
-        let framing = Framing::Length(crate::status::reason(code).len() as u64);
-        encode_head(&resp, framing, false, Version::Http11, &date, &mut cx.scratch.out);
-        cx.scratch.out.extend_from_slice(crate::status::reason(code).as_bytes());
+        encode_closing(&Response::error(code), &date, &mut cx.scratch.out);
     }
     let _ = flush(io, cx);
     conn.detach(&mut cx.scratch.buffers, Instant::now);

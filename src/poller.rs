@@ -15,8 +15,7 @@ use crate::config::Overload;
 use crate::date::DateCache;
 use crate::lot::{Conn, LISTENER, Shared, WAKER, token};
 use crate::net::{Listener, Peer, Stream};
-use crate::request::Version;
-use crate::response::{Framing, Response, encode_head};
+use crate::response::{Response, encode_closing};
 
 /// Longest the poller sleeps: deadlines are enforced at least this often.
 const TICK: Duration = Duration::from_millis(250);
@@ -191,10 +190,7 @@ impl Poller {
     /// Best-effort `408` on a slow head: one non-blocking write, then close.
     fn answer_timeout(&mut self, conn: &mut Conn) {
         let mut out = Vec::with_capacity(160);
-        let resp = Response::error(408);
-        let reason = crate::status::reason(408);
-        encode_head(&resp, Framing::Length(reason.len() as u64), false, Version::Http11, self.date.now(), &mut out);
-        out.extend_from_slice(reason.as_bytes());
+        encode_closing(&Response::error(408), self.date.now(), &mut out);
         let _ = conn.stream.write(&out);
     }
 
@@ -267,9 +263,7 @@ impl Poller {
         let mut resp = Response::error(503);
         resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
         let mut out = Vec::with_capacity(192);
-        let reason = crate::status::reason(503);
-        encode_head(&resp, Framing::Length(reason.len() as u64), false, Version::Http11, self.date.now(), &mut out);
-        out.extend_from_slice(reason.as_bytes());
+        encode_closing(&resp, self.date.now(), &mut out);
         let _ = stream.write(&out);
         stream.shutdown_write();
         debug!("{peer}: saturated; answered 503");

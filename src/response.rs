@@ -333,6 +333,16 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<F
     })
 }
 
+/// Appends a whole answer the crate makes itself ([`Response::error`], with
+/// any extra headers): head, `Connection: close` and its short body.
+pub(crate) fn encode_closing(resp: &Response, date: &[u8], out: &mut Vec<u8>) {
+    let framing = plan(resp, Version::Http11, false).unwrap_or(Framing::None { announce: None });
+    encode_head(resp, framing, false, Version::Http11, date, out);
+    if let (Payload::Static(body), Framing::Length(_)) = (&resp.body, framing) {
+        out.extend_from_slice(body);
+    }
+}
+
 /// Appends the status line and headers of `resp` to `out`.
 pub(crate) fn encode_head(
     resp: &Response,
