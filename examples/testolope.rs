@@ -2,6 +2,7 @@
 //!
 //! ```sh
 //! cargo run --release --example testolope            # 127.0.0.1:9999
+//! cargo run --release --example testolope -- 127.0.0.1:9999 8   # 8 workers
 //! wrk -t2 -c64 -d10s http://127.0.0.1:9999/testolope
 //! ```
 //!
@@ -21,8 +22,13 @@ pub fn testolope(req: &mut Request) -> Response {
 }
 
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:9999".into());
-    let server = Server::bind(&addr)?;
+    let mut args = std::env::args().skip(1);
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:9999".into());
+    let mut server = Server::bind(&addr)?;
+    // An optional worker count, for scale runs (default: httpool's).
+    if let Some(workers) = args.next().and_then(|n| n.parse().ok()) {
+        server = server.workers(workers);
+    }
     eprintln!("testolope listening on http://{}/testolope", server.local_addr()?);
     server.serve(testolope)
 }

@@ -20,6 +20,10 @@ pub(crate) const MAX_TRAILER_BYTES: usize = 8192;
 
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// Longest a worker waits for the rest of a body its handler did not read,
+/// to keep the connection; a slower client is closed after the response.
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
 /// How a body ended badly; decides the status the client gets instead of the
 /// handler's response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -390,6 +394,9 @@ impl<'a> Body<'a> {
             // The client waits for 100 before sending; it was never asked.
             return false;
         }
+        let patience = Instant::now() + DRAIN_WAIT;
+        let whole = self.deadline;
+        self.deadline = Some(whole.map_or(patience, |d| d.min(patience)));
         let mut scratch = [0u8; 4096];
         let start = self.received;
         while !self.is_complete() && self.error.is_none() {
@@ -397,6 +404,11 @@ impl<'a> Body<'a> {
                 return false;
             }
             if self.read(&mut scratch).is_err() {
+                // Out of patience for a body the handler did not want: its
+                // response stands, and the connection closes after it.
+                if self.error == Some(BodyError::TimedOut) && whole.is_none_or(|d| d > Instant::now()) {
+                    self.error = None;
+                }
                 return false;
             }
         }

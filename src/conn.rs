@@ -163,6 +163,8 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
     loop {
         if conn.has_partial_head() {
             match parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans) {
+                // Read on (or park) until the small body is all here.
+                Ok(Some(head)) if awaits_body(conn, &head) => {}
                 Ok(Some(head)) => {
                     if !respond(conn, io, cx, head) {
                         return finish(conn, io, cx, None);
@@ -191,6 +193,16 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             Err(()) => return finish(conn, io, cx, None),
         }
     }
+}
+
+/// True for a `Content-Length` body that is not all here, fits in the read
+/// buffer behind its head, and is not held back for a `100 Continue`: it is
+/// awaited like the rest of a head (parked, under the head deadline) rather
+/// than by the handler on a worker, so a client trickling it holds no thread.
+fn awaits_body(conn: &ConnState, head: &Head) -> bool {
+    let BodyKind::Length(n) = head.body else { return false };
+    let buffered = (conn.end - conn.start - head.len) as u64;
+    n > buffered && !head.expect_continue && head.len as u64 + n <= conn.buf.len() as u64
 }
 
 /// Flushes queued responses, then reads more: `Ok(true)` after new bytes,

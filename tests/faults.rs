@@ -320,3 +320,50 @@ fn two_thousand_idle_connections_do_not_slow_a_new_client() {
     assert_eq!(stats.open as usize, IDLE + 1);
     assert!(server.shutdown());
 }
+
+#[test]
+fn clients_trickling_small_bodies_hold_no_worker() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(|req: &mut Request| match req.read_body(1 << 20) {
+            Ok(body) => Response::bytes(body),
+            Err(_) => Response::status(400),
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    let mut slow: Vec<_> = (0..5).map(|_| connect(addr)).collect();
+    for conn in &mut slow {
+        send(conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 8192\r\n\r\nfirst bytes");
+    }
+    let mut fresh = connect(addr);
+    fresh.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    send(&mut fresh, &get("/"));
+    assert_eq!(read_reply(&mut fresh, false).expect("served within 1 s").status, 200);
+    for conn in &mut slow {
+        send(conn, &[b'z'; 8192 - 11]);
+        let reply = read_reply(conn, false).unwrap();
+        assert_eq!((reply.status, reply.body.len()), (200, 8192));
+    }
+    assert!(server.shutdown());
+}
+
+#[test]
+fn an_unwanted_body_that_stalls_is_given_up_and_the_response_stands() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(|_: &mut Request| Response::text("not reading that"))
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    // Chunked, so it is the handler's to read; it does not, and the client
+    // stops sending: the worker drains for about a second, then closes.
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    let started = Instant::now();
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, &reply.body[..]), (200, &b"not reading that"[..]));
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(closed(&mut conn));
+    assert!(started.elapsed() < PATIENCE);
+    assert!(server.shutdown());
+}
