@@ -42,9 +42,7 @@ fn parse(c: &mut Criterion) {
         g.bench_function(name, |b| b.iter(|| httpool::fuzz::parse(black_box(head))));
     }
     g.throughput(Throughput::Elements(1));
-    g.bench_function("default_workers_baseline", |b| {
-        b.iter(httpool::default_workers)
-    });
+    g.bench_function("default_workers_baseline", |b| b.iter(httpool::default_workers));
     g.finish();
 }
 

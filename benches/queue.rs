@@ -40,10 +40,7 @@ struct Msg {
 const _: () = assert!(std::mem::size_of::<Msg>() == 120);
 
 fn msg(id: u64) -> Msg {
-    Msg {
-        id,
-        payload: [id; 14],
-    }
+    Msg { id, payload: [id; 14] }
 }
 
 /// The two channel flavours, behind the three operations the benches use.
@@ -104,12 +101,7 @@ impl<F: Flavour> Batches<F> {
         let (done_tx, done) = std::sync::mpsc::channel();
         let threads = (0..CONSUMERS)
             .map(|_| {
-                let (rx, received, target, done_tx) = (
-                    rx.clone(),
-                    received.clone(),
-                    target.clone(),
-                    done_tx.clone(),
-                );
+                let (rx, received, target, done_tx) = (rx.clone(), received.clone(), target.clone(), done_tx.clone());
                 thread::spawn(move || {
                     while let Some(m) = F::recv(&rx) {
                         black_box(m.payload[13] ^ m.id);
@@ -121,14 +113,7 @@ impl<F: Flavour> Batches<F> {
                 })
             })
             .collect();
-        Self {
-            tx: Some(tx),
-            received,
-            target,
-            done,
-            sent: 0,
-            threads,
-        }
+        Self { tx: Some(tx), received, target, done, sent: 0, threads }
     }
 
     fn run(&mut self, iters: u64) -> Duration {
@@ -161,9 +146,7 @@ fn throughput(c: &mut Criterion) {
     g.throughput(Throughput::Elements(BATCH));
     {
         let mut q = Batches::<Crossbeam>::new();
-        g.bench_function("crossbeam_bounded1024_1p2c", |b| {
-            b.iter_custom(|n| q.run(n))
-        });
+        g.bench_function("crossbeam_bounded1024_1p2c", |b| b.iter_custom(|n| q.run(n)));
     }
     {
         let mut q = Batches::<Flume>::new();
@@ -173,10 +156,7 @@ fn throughput(c: &mut Criterion) {
 }
 
 /// One message out, one reply back; `CONSUMERS` threads wait on the queue.
-fn pingpong_bench<F: Flavour>(
-    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    name: &str,
-) {
+fn pingpong_bench<F: Flavour>(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, name: &str) {
     let (tx, rx) = F::bounded::<Msg>(DEPTH);
     let (reply_tx, reply_rx) = F::bounded::<u64>(1);
     let threads: Vec<_> = (0..CONSUMERS)

@@ -68,23 +68,14 @@ fn serve_chunks(c: &mut Criterion) {
 
     // Sanity: the loop answers every request with a 200.
     let out = httpool::fuzz::serve_chunks(&[GET]);
-    assert!(
-        out.starts_with(b"HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&out)
-    );
+    assert!(out.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&out));
     let out = httpool::fuzz::serve_chunks(&[&pipelined]);
     assert_eq!(count_responses(&out), PIPELINED);
-    assert_eq!(
-        out.windows(12).filter(|w| w == b"HTTP/1.1 200").count(),
-        PIPELINED
-    );
+    assert_eq!(out.windows(12).filter(|w| w == b"HTTP/1.1 200").count(), PIPELINED);
 
     let mut g = c.benchmark_group("serve_chunks");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("one_keepalive_get", |b| {
-        b.iter(|| httpool::fuzz::serve_chunks(black_box(&[GET])))
-    });
+    g.bench_function("one_keepalive_get", |b| b.iter(|| httpool::fuzz::serve_chunks(black_box(&[GET]))));
     for (name, input, n) in [
         ("pipelined_16_gets", &pipelined, PIPELINED),
         ("pipelined_64_gets", &pipelined_more, PIPELINED_MORE),
@@ -92,9 +83,7 @@ fn serve_chunks(c: &mut Criterion) {
         ("pipelined_64_browser_gets", &browser_64, PIPELINED_MORE),
     ] {
         g.throughput(Throughput::Elements(n as u64));
-        g.bench_function(name, |b| {
-            b.iter(|| httpool::fuzz::serve_chunks(black_box(&[&input[..]])))
-        });
+        g.bench_function(name, |b| b.iter(|| httpool::fuzz::serve_chunks(black_box(&[&input[..]]))));
     }
     g.finish();
 }
@@ -114,8 +103,7 @@ fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
                 .lines()
                 .find_map(|l| {
                     let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse().ok())?
+                    name.eq_ignore_ascii_case("content-length").then(|| value.trim().parse().ok())?
                 })
                 .unwrap_or(0);
             let total = head_end + 4 + len;
@@ -130,10 +118,7 @@ fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
 }
 
 fn loopback(c: &mut Criterion) {
-    let server = Server::bind("127.0.0.1:0")
-        .expect("bind")
-        .spawn(testolope)
-        .expect("spawn");
+    let server = Server::bind("127.0.0.1:0").expect("bind").spawn(testolope).expect("spawn");
     let addr: SocketAddr = server.local_addr();
     let mut buf = Vec::with_capacity(4096);
 
@@ -161,11 +146,7 @@ fn loopback(c: &mut Criterion) {
             s.write_all(GET_CLOSE).expect("write");
             let n = read_response(&mut s, &mut buf);
             let mut rest = [0u8; 64];
-            assert_eq!(
-                s.read(&mut rest).expect("read eof"),
-                0,
-                "server did not close"
-            );
+            assert_eq!(s.read(&mut rest).expect("read eof"), 0, "server did not close");
             black_box(n)
         })
     });

@@ -14,9 +14,11 @@ use crate::stats::Counters;
 
 /// Parses `data` as a request head with the default limits.
 pub fn parse(data: &[u8]) {
-    let config = Config::default();
+    // Built once: `Config::default` asks the OS for the core count.
+    static LIMITS: std::sync::OnceLock<crate::parse::Limits> = std::sync::OnceLock::new();
+    let limits = LIMITS.get_or_init(|| Config::default().limits);
     let mut spans = Vec::new();
-    if let Ok(Some(head)) = parse_head(data, &config.limits, &mut spans) {
+    if let Ok(Some(head)) = parse_head(data, limits, &mut spans) {
         assert!(head.len <= data.len());
         for span in &spans {
             assert!((span.value.0 + span.value.1) as usize <= head.len);
@@ -28,8 +30,9 @@ pub fn parse(data: &[u8]) {
 /// parked), with a handler that reads the body and answers with it. Returns
 /// the bytes written.
 pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
-    let config = Config { body_read_timeout: Duration::from_millis(1), ..Config::default() };
-    let mut scratch = Scratch::new(&config);
+    static CONFIG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+    let config = CONFIG.get_or_init(|| Config { body_read_timeout: Duration::from_millis(1), ..Config::default() });
+    let mut scratch = Scratch::new(config);
     let stopping = AtomicBool::new(false);
     let counters = Counters::default();
     let handler = |req: &mut Request<'_>| match req.read_body(64 * 1024) {
@@ -41,14 +44,8 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
     io.eof = true;
     io.patient = true;
     let mut conn = ConnState::default();
-    let mut cx = Ctx {
-        handler: &handler,
-        config: &config,
-        scratch: &mut scratch,
-        stopping: &stopping,
-        counters: &counters,
-        peer,
-    };
+    let mut cx =
+        Ctx { handler: &handler, config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
     // Each round consumes at least one chunk, so this ends.
     loop {
         io.release();

@@ -205,8 +205,15 @@ impl Response {
     }
 
     /// Sets `Content-Type`.
-    pub fn with_content_type(self, value: impl Into<Cow<'static, str>>) -> Response {
-        self.with_header("Content-Type", value)
+    pub fn with_content_type(mut self, value: impl Into<Cow<'static, str>>) -> Response {
+        let value = value.into();
+        if is_valid_value(&value) {
+            self.content_type = Some(value);
+        } else {
+            error!("handler set an invalid Content-Type {value:?}; answering 500");
+            self.invalid = Some("invalid header name or value");
+        }
+        self
     }
 
     /// Adds a header; see [`Response::set_header`].

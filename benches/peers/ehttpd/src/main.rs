@@ -1,0 +1,26 @@
+//! ehttpd 0.14: a thread per connection from its own pool (up to 2048).
+
+use ehttpd::Server;
+use ehttpd::http::{Request, Response};
+
+fn testolope(req: Request) -> Response {
+    let mut resp = Response::new_200_ok();
+    resp.set_content_type("text/plain");
+    resp.set_body_data(b"Testolope");
+    if req.target == "/testolope" {
+        resp
+    } else if req.target == "/testolope-nokeepalive" {
+        resp.set_connection_close();
+        resp
+    } else {
+        Response::new_404_notfound()
+    }
+}
+
+fn main() {
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:19003".into());
+    let server: Server = Server::with_request_response(2048, testolope);
+    eprintln!("peer-ehttpd listening on {addr}");
+    let Err(e) = server.accept(addr);
+    panic!("ehttpd failed: {e}");
+}

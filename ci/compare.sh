@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Measures httpool's testolope against peer servers and a C floor in the same
+# interleaved run: for each round, each server in turn is started on its own
+# port, warmed up, loaded with wrk keep-alive (/testolope) then
+# no-keep-alive (/testolope-nokeepalive), and stopped. Prints the medians of
+# req/s, p99 latency and server CPU µs per request, with ratios to httpool.
+#
+#   bash ci/compare.sh                        # unpinned, wrk -t2 -c64
+#   PIN=1 ROUNDS=3 DURATION=5 bash ci/compare.sh   # server CPU 0, wrk -t1 CPU 1
+#   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
+#
+# Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2),
+# ehttpd, may_minihttp, hyper, actix (benches/peers, its own workspace and
+# target dir). A peer that does not build is reported and skipped.
+# Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, WARMUP), plus
+# SERVERS and BASE_PORT (19001). Only 127.0.0.1 is used.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_LIB=1 source ci/wrk.sh
+
+SERVERS=${SERVERS:-httpool c ehttpd may_minihttp hyper actix}
+BASE_PORT=${BASE_PORT:-19001}
+TARGET=${CARGO_TARGET_DIR:-target}
+PEERS=benches/peers
+
+need_wrk
+need_taskset
+
+declare -A CMD PORT
+port=$BASE_PORT
+for s in $SERVERS; do
+    PORT[$s]=$port
+    port=$((port + 1))
+done
+
+built=()
+for s in $SERVERS; do
+    case $s in
+    httpool)
+        cargo build --release --example testolope
+        CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]}"
+        ;;
+    c)
+        mkdir -p "$TARGET/release"
+        cc -O2 -o "$TARGET/release/c_responder" benches/c_responder.c
+        CMD[$s]="$TARGET/release/c_responder ${PORT[$s]}"
+        ;;
+    ehttpd | may_minihttp | hyper | actix)
+        pkg=peer-${s//_/-}
+        if ! (cd "$PEERS" && cargo build --release -p "$pkg"); then
+            echo "!! $s did not build; skipped" >&2
+            continue
+        fi
+        CMD[$s]="$PEERS/target/release/$pkg 127.0.0.1:${PORT[$s]}"
+        ;;
+    *)
+        echo "unknown server $s" >&2
+        exit 1
+        ;;
+    esac
+    built+=("$s")
+done
+
+RESULTS=$(mktemp /tmp/compare-results.XXXXXX)
+trap 'stop_all' EXIT
+echo "servers: ${built[*]}; ROUNDS=$ROUNDS DURATION=${DURATION}s PIN=$PIN" >&2
+show_load
+for ((round = 1; round <= ROUNDS; round++)); do
+    for s in "${built[@]}"; do
+        # shellcheck disable=SC2086 # CMD holds a command and its argument
+        bench_server "$s" "${PORT[$s]}" "$round" ${CMD[$s]}
+    done
+done
+summarize httpool
+show_load
+echo "raw results: $RESULTS" >&2

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Load-tests examples/testolope with wrk: keep-alive (/testolope) and a
+# connection per request (/testolope-nokeepalive), in interleaved rounds, and
+# prints the medians of req/s, p99 latency and the server's CPU time per
+# request (utime+stime of the whole process from /proc/PID/stat).
+#
+#   bash ci/wrk.sh                      # unpinned: wrk -t2 -c64, 3 rounds of 10 s
+#   ROUNDS=5 DURATION=5 bash ci/wrk.sh
+#   PIN=1 bash ci/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1
+#
+# Environment: ROUNDS (3), DURATION (10, seconds), CONNECTIONS (64), PIN (0),
+# WARMUP (1, seconds of unrecorded load after each server start), PORT
+# (19001), CARGO_TARGET_DIR (target). Only 127.0.0.1 is used.
+#
+# ci/compare.sh sources this file for its functions (BENCH_LIB=1).
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-64}
+PIN=${PIN:-0}
+WARMUP=${WARMUP:-1}
+CLK_TCK=$(getconf CLK_TCK)
+SERVER_PIDS=()
+
+need_wrk() {
+    command -v wrk >/dev/null && return
+    echo "installing wrk" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+    }
+}
+
+need_taskset() {
+    [[ $PIN == 1 ]] || return 0
+    command -v taskset >/dev/null || {
+        echo "PIN=1 needs taskset (util-linux)" >&2
+        exit 1
+    }
+    (($(nproc) >= 2)) || {
+        echo "PIN=1 needs 2 CPUs" >&2
+        exit 1
+    }
+}
+
+# show_load: what else is running (benchmarks on a busy machine mislead).
+show_load() {
+    echo "load:$(uptime | sed 's/.*load average:/ /'); busiest processes:" >&2
+    ps -eo pcpu=,pid=,comm= --sort=-pcpu | head -n 3 | sed 's/^/    /' >&2
+}
+
+# start_server NAME PORT CMD...: starts CMD (pinned to CPU 0 when PIN=1) and
+# waits until the port accepts; sets SERVER_PID.
+start_server() {
+    local name=$1 port=$2
+    shift 2
+    if [[ $PIN == 1 ]]; then
+        taskset -c 0 "$@" >"/tmp/bench-$name.log" 2>&1 &
+    else
+        "$@" >"/tmp/bench-$name.log" 2>&1 &
+    fi
+    SERVER_PID=$!
+    SERVER_PIDS+=("$SERVER_PID")
+    local i
+    for ((i = 0; i < 100; i++)); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            return 0
+        fi
+        kill -0 "$SERVER_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "$name did not start listening on 127.0.0.1:$port; its log:" >&2
+    cat "/tmp/bench-$name.log" >&2
+    exit 1
+}
+
+# stop_server PID: ends a server this script started.
+stop_server() {
+    local pid=$1
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    local kept=()
+    for p in "${SERVER_PIDS[@]}"; do [[ $p == "$pid" ]] || kept+=("$p"); done
+    SERVER_PIDS=("${kept[@]+"${kept[@]}"}")
+}
+
+stop_all() {
+    for p in "${SERVER_PIDS[@]+"${SERVER_PIDS[@]}"}"; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    SERVER_PIDS=()
+}
+
+# cpu_ticks PID: "utime stime" (fields 14 and 15) of the whole process.
+cpu_ticks() {
+    # Strip "pid (comm) " first: comm may contain spaces.
+    local rest
+    rest=$(<"/proc/$1/stat")
+    rest=${rest##*) }
+    awk '{ print $12, $13 }' <<<"$rest"
+}
+
+# run_wrk URL SECONDS: runs wrk (pinned to CPU 1 with -t1 when PIN=1) and
+# prints its output.
+run_wrk() {
+    if [[ $PIN == 1 ]]; then
+        taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$2"s --latency "$1"
+    else
+        wrk -t2 -c"$CONNECTIONS" -d"$2"s --latency "$1"
+    fi
+}
+
+# measure NAME MODE URL PID ROUND: one recorded wrk run; appends
+# "name mode round requests rps p99_us cpu_us_per_req errors sys_share" to
+# $RESULTS (CPU = utime+stime; sys_share = stime / (utime+stime)).
+measure() {
+    local name=$1 mode=$2 url=$3 pid=$4 round=$5 u0 s0 u1 s1 out
+    read -r u0 s0 < <(cpu_ticks "$pid")
+    out=$(run_wrk "$url" "$DURATION")
+    read -r u1 s1 < <(cpu_ticks "$pid")
+    awk -v name="$name" -v mode="$mode" -v round="$round" \
+        -v ticks=$((u1 - u0 + s1 - s0)) -v sys=$((s1 - s0)) -v hz="$CLK_TCK" '
+        function us(v) {
+            if (v ~ /us$/) return v + 0
+            if (v ~ /ms$/) return (v + 0) * 1000
+            if (v ~ /s$/) return (v + 0) * 1000000
+            return v + 0
+        }
+        / requests in / { reqs = $1 }
+        /^Requests\/sec:/ { rps = $2 }
+        /^ +99%/ { p99 = us($2) }
+        /Socket errors:/ { gsub(/,/, ""); errs += $4 + $6 + $8 + $10 }
+        /Non-2xx or 3xx responses:/ { errs += $5 }
+        END {
+            cpu = reqs > 0 ? ticks * 1000000 / hz / reqs : 0
+            share = ticks > 0 ? sys / ticks : 0
+            printf "%s %s %s %d %.0f %.0f %.2f %d %.2f\n", name, mode, round, reqs, rps, p99, cpu, errs, share
+        }' <<<"$out" >>"$RESULTS"
+    tail -n1 "$RESULTS" >&2
+}
+
+# bench_server NAME PORT ROUND CMD...: starts the server, warms it up, runs
+# keep-alive then no-keep-alive, stops it.
+bench_server() {
+    local name=$1 port=$2 round=$3
+    shift 3
+    start_server "$name" "$port" "$@"
+    local pid=$SERVER_PID base="http://127.0.0.1:$port"
+    if ! curl -fsS "$base/testolope" | grep -qx Testolope; then
+        echo "$name: GET /testolope did not answer Testolope" >&2
+        exit 1
+    fi
+    if ((WARMUP > 0)); then
+        run_wrk "$base/testolope" "$WARMUP" >/dev/null
+    fi
+    measure "$name" keepalive "$base/testolope" "$pid" "$round"
+    sleep 1
+    measure "$name" nokeepalive "$base/testolope-nokeepalive" "$pid" "$round"
+    stop_server "$pid"
+    sleep 1
+}
+
+# summarize [BASELINE]: medians per server and mode from $RESULTS; with
+# BASELINE, ratios of req/s and CPU/req to that server's.
+summarize() {
+    python3 - "$RESULTS" "${1:-}" "$PIN" "$ROUNDS" "$DURATION" "$CONNECTIONS" <<'EOF'
+import statistics, sys
+path, base, pin, rounds, duration, conns = sys.argv[1:]
+rows = [l.split() for l in open(path) if l.strip()]
+order, data = [], {}
+for name, mode, _round, reqs, rps, p99, cpu, errs, sys_share in rows:
+    if name not in order:
+        order.append(name)
+    data.setdefault((name, mode), []).append(
+        (float(rps), float(p99), float(cpu), int(errs), float(sys_share)))
+med = lambda xs: statistics.median(xs)
+wrk = "wrk -t1 on CPU 1, server on CPU 0" if pin == "1" else "wrk -t2, unpinned"
+print(f"\n{wrk}; -c{conns}; {rounds} rounds x {duration}s; medians"
+      " (errors: socket errors + non-2xx, summed over rounds)")
+for mode in ("keepalive", "nokeepalive"):
+    print(f"\n{mode}:")
+    head = f"{'server':<14}{'req/s':>10}{'p99 µs':>10}{'CPU µs/req':>12}{'sys %':>7}{'errors':>8}"
+    if base:
+        head += f"{'req/s ÷ ' + base:>20}{'CPU ÷ ' + base:>18}"
+    print(head)
+    b = data.get((base, mode))
+    for name in order:
+        runs = data.get((name, mode))
+        if not runs:
+            continue
+        rps, p99, cpu = (med([r[i] for r in runs]) for i in range(3))
+        errs = sum(r[3] for r in runs)
+        sys_pct = 100 * med([r[4] for r in runs])
+        line = f"{name:<14}{rps:>10.0f}{p99:>10.0f}{cpu:>12.2f}{sys_pct:>7.0f}{errs:>8}"
+        if base and b:
+            brps, bcpu = med([r[0] for r in b]), med([r[2] for r in b])
+            line += f"{rps / brps:>20.2f}{(cpu / bcpu if bcpu else 0):>18.2f}"
+        print(line)
+EOF
+}
+
+main() {
+    cd "$(dirname "$0")/.."
+    need_wrk
+    need_taskset
+    local target=${CARGO_TARGET_DIR:-target} port=${PORT:-19001}
+    cargo build --release --example testolope
+    RESULTS=$(mktemp /tmp/wrk-results.XXXXXX)
+    trap 'stop_all' EXIT
+    show_load
+    local round
+    for ((round = 1; round <= ROUNDS; round++)); do
+        bench_server httpool "$port" "$round" "$target/release/examples/testolope" "127.0.0.1:$port"
+    done
+    summarize
+    show_load
+    echo "raw results: $RESULTS" >&2
+}
+
+if [[ ${BENCH_LIB:-0} != 1 ]]; then
+    main "$@"
+fi
