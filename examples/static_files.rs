@@ -9,16 +9,16 @@
 //! curl -i -H 'If-None-Match: "<etag from above>"' http://127.0.0.1:8005/index.html   # 304
 //! ```
 //!
-//! The body is streamed by the worker from the file through the server's own
-//! non-blocking socket wrapper (`Response::reader`), 16 KiB at a time: there
-//! is no `sendfile`, so a large download holds its worker while it is sent.
+//! The body is a `Response::file`: on plain TCP the kernel copies the file to
+//! the socket (`sendfile` on Linux), never through the worker's buffers. The
+//! worker still waits while a large download is taken by a slow client.
 //!
 //! A request path is percent-decoded, then refused if it has a `..` segment
 //! or a NUL (`403`), and the file found is canonicalized (symlinks resolved)
 //! and must still be inside the canonical root (`403`).
 
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -169,15 +169,13 @@ fn serve_file(root: &Path, req: &Request) -> Response {
     let if_range_ok = req.header("if-range").is_none_or(|v| v == etag || v == last_modified);
     let range = if req.method() == "GET" && if_range_ok { byte_range(req.header("range"), len) } else { Ok(None) };
     let resp = match range {
-        Ok(None) => Response::reader(file, Some(len)),
+        Ok(None) => Response::file(file, len),
         Ok(Some((first, last))) => {
             if let Err(e) = file.seek(SeekFrom::Start(first)) {
                 return Response::status(error_status(&e));
             }
             let n = last - first + 1;
-            Response::reader(file.take(n), Some(n))
-                .with_status(206)
-                .with_header("Content-Range", format!("bytes {first}-{last}/{len}"))
+            Response::file(file, n).with_status(206).with_header("Content-Range", format!("bytes {first}-{last}/{len}"))
         }
         Err(()) => {
             return Response::status(416).with_header("Content-Range", format!("bytes */{len}"));

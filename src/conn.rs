@@ -433,6 +433,11 @@ fn write_body<T: Transport>(
             write(&mut writer)?;
             return writer.finish();
         }
+        Payload::File { mut file, len } => {
+            write_all_wait(io, out, timeout)?;
+            out.clear();
+            return io.send_file(&mut file, len, timeout);
+        }
     };
     if bytes.len() <= INLINE_BODY {
         out.extend_from_slice(bytes);

@@ -5,6 +5,7 @@
 //! worker must wait — a request body the handler reads, a response the peer
 //! is slow to take — it waits on the one socket with a timeout.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -33,6 +34,58 @@ pub(crate) trait Transport: Read + Write {
     fn holds_input(&self) -> bool {
         false
     }
+
+    /// Sends `len` bytes of `file` from its current position, after what
+    /// was already written. Plain TCP hands the file to the kernel
+    /// (`sendfile` on Linux); other transports copy through a buffer.
+    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()>;
+}
+
+/// `sendfile(2)` from the file's position to a plain TCP socket: the kernel
+/// moves the bytes, the worker only waits while the socket is full.
+#[cfg(target_os = "linux")]
+fn send_file_linux(
+    sock: &std::net::TcpStream,
+    waiter: &mut Waiter,
+    file: &mut File,
+    len: u64,
+    timeout: Duration,
+) -> io::Result<()> {
+    use std::io::Seek;
+    let mut offset = file.stream_position()?;
+    let end = offset + len;
+    while offset < end {
+        // Capped per call: sendfile moves at most about 2 GiB at once.
+        let count = usize::try_from(end - offset).unwrap_or(usize::MAX).min(1 << 30);
+        match rustix::fs::sendfile(sock, &*file, Some(&mut offset), count) {
+            Ok(0) => return Err(file_too_short()),
+            Ok(_) => {}
+            Err(rustix::io::Errno::AGAIN) => waiter.wait(sock, Ready::Writable, timeout)?,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The buffered copy, for transports that cannot hand a file to the kernel.
+pub(crate) fn copy_file(io: &mut dyn Transport, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
+    let mut chunk = [0u8; 16 * 1024];
+    let mut left = len;
+    while left > 0 {
+        let want = chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = file.read(&mut chunk[..want])?;
+        if n == 0 {
+            return Err(file_too_short());
+        }
+        write_all_wait(io, &chunk[..n], timeout)?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+fn file_too_short() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response length")
 }
 
 /// Reads at least one byte (or end of stream), waiting up to `timeout` for it.
@@ -141,6 +194,14 @@ impl Transport for Socket<'_> {
     fn holds_input(&self) -> bool {
         self.stream.holds_input()
     }
+
+    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Stream::Tcp(sock) = &*self.stream {
+            return send_file_linux(sock, self.waiter, file, len, timeout);
+        }
+        copy_file(self, file, len, timeout)
+    }
 }
 
 /// An in-memory transport for tests: input arrives in scripted chunks, a
@@ -202,6 +263,10 @@ impl Write for Script {
 }
 
 impl Transport for Script {
+    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
+        copy_file(self, file, len, timeout)
+    }
+
     fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
         if ready == Ready::Writable || (self.patient && self.release()) {
             return Ok(());

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 
 use mio::event::Source;
+use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
 /// Who is on the other end of a connection.
@@ -49,7 +50,7 @@ impl Listener {
             Listener::Tcp(l) => {
                 let (stream, addr) = l.accept()?;
                 let _ = stream.set_nodelay(true);
-                Ok((Stream::Tcp(stream), Peer::Ip(addr)))
+                Ok((Stream::Tcp(stream.into()), Peer::Ip(addr)))
             }
             Listener::Unix(l) => {
                 let (stream, _) = l.accept()?;
@@ -59,9 +60,11 @@ impl Listener {
     }
 }
 
-/// A connection's socket.
+/// A connection's socket. Plain TCP is kept as a std socket (registered
+/// with the poller through its descriptor) so that `io::copy` from a file can
+/// use `sendfile`.
 pub(crate) enum Stream {
-    Tcp(mio::net::TcpStream),
+    Tcp(std::net::TcpStream),
     Unix(mio::net::UnixStream),
     #[cfg(feature = "tls")]
     Tls(Box<crate::tls::TlsStream>),
@@ -126,15 +129,30 @@ impl AsRawFd for Stream {
 
 impl Source for Stream {
     fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
-        each!(self, s => s.register(registry, token, interests))
+        match self {
+            Stream::Tcp(s) => SourceFd(&s.as_raw_fd()).register(registry, token, interests),
+            Stream::Unix(s) => s.register(registry, token, interests),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.register(registry, token, interests),
+        }
     }
 
     fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
-        each!(self, s => s.reregister(registry, token, interests))
+        match self {
+            Stream::Tcp(s) => SourceFd(&s.as_raw_fd()).reregister(registry, token, interests),
+            Stream::Unix(s) => s.reregister(registry, token, interests),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.reregister(registry, token, interests),
+        }
     }
 
     fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        each!(self, s => s.deregister(registry))
+        match self {
+            Stream::Tcp(s) => SourceFd(&s.as_raw_fd()).deregister(registry),
+            Stream::Unix(s) => s.deregister(registry),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.deregister(registry),
+        }
     }
 }
 

@@ -20,8 +20,16 @@ pub struct Content(pub(crate) Payload);
 pub(crate) enum Payload {
     Static(&'static [u8]),
     Owned(Vec<u8>),
-    Reader { reader: Box<dyn Read + Send>, len: Option<u64> },
+    Reader {
+        reader: Box<dyn Read + Send>,
+        len: Option<u64>,
+    },
     Writer(StreamFn),
+    /// `len` bytes of a file from its current position.
+    File {
+        file: std::fs::File,
+        len: u64,
+    },
 }
 
 /// A closure that writes a streamed body.
@@ -34,6 +42,7 @@ impl fmt::Debug for Content {
             Payload::Owned(b) => write!(f, "Content({} bytes)", b.len()),
             Payload::Reader { len, .. } => write!(f, "Content(reader, length {len:?})"),
             Payload::Writer(_) => f.write_str("Content(writer)"),
+            Payload::File { len, .. } => write!(f, "Content(file, {len} bytes)"),
         }
     }
 }
@@ -190,6 +199,26 @@ impl Response {
         Response::status(200).with_body(Content(Payload::Writer(Box::new(write))))
     }
 
+    /// `200 OK` sending `len` bytes of `file` from its current position
+    /// (seek first to send a range), with `Content-Length`. On plain TCP the
+    /// kernel copies the file to the socket (`sendfile` on Linux) without
+    /// passing it through the worker; over TLS it is copied through a
+    /// buffer. A file shorter than `len` closes the connection.
+    ///
+    /// ```no_run
+    /// # fn main() -> std::io::Result<()> {
+    /// let file = std::fs::File::open("index.html")?;
+    /// let len = file.metadata()?.len();
+    /// let resp = httpool::Response::file(file, len).with_content_type("text/html");
+    /// # let _ = resp;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn file(file: std::fs::File, len: u64) -> Response {
+        let body = Content(Payload::File { file, len });
+        Response::status(200).with_content_type("application/octet-stream").with_body(body)
+    }
+
     /// Replaces the status code.
     pub fn with_status(mut self, code: u16) -> Response {
         let fresh = Response::status(code);
@@ -323,6 +352,7 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<F
         Payload::Owned(b) => Some(b.len() as u64),
         Payload::Reader { len, .. } => *len,
         Payload::Writer(_) => None,
+        Payload::File { len, .. } => Some(*len),
     };
     let len = match (known, resp.declared_length) {
         (Some(k), Some(d)) if k != d && !(is_head && k == 0) => {

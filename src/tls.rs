@@ -63,9 +63,9 @@ pub(crate) struct TlsStream {
 }
 
 impl TlsStream {
-    pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
+    pub(crate) fn new(sock: std::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(TlsStream { sock, tls })
+        Ok(TlsStream { sock: mio::net::TcpStream::from_std(sock), tls })
     }
 
     /// Writes the records rustls holds; `WouldBlock` when the socket is full.

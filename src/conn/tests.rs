@@ -354,3 +354,20 @@ fn a_small_body_is_collected_while_parked_before_the_handler_runs() {
     assert_eq!(wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nabcdef");
     assert!(conn.buf.is_empty(), "nothing kept while parked after the answer");
 }
+
+#[test]
+fn a_file_body_is_sent_with_its_length_from_its_position() {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = std::env::temp_dir().join(format!("httpool-conn-file-{}", std::process::id()));
+    std::fs::File::create(&path).unwrap().write_all(b"0123456789").unwrap();
+    let file_path = path.clone();
+    let handler = move |_: &mut Request<'_>| {
+        let mut file = std::fs::File::open(&file_path).unwrap();
+        file.seek(SeekFrom::Start(2)).unwrap();
+        Response::file(file, 5).with_content_type("text/plain")
+    };
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    let head = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n";
+    assert_eq!(r.wire, format!("{head}23456{head}"));
+    std::fs::remove_file(&path).unwrap();
+}
