@@ -245,3 +245,41 @@ fn stats_count_connections_and_requests() {
     assert_eq!(stats.open, 1);
     assert!(server.shutdown());
 }
+
+#[test]
+fn files_are_sent_whole_or_from_a_position() {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = std::env::temp_dir().join(format!("httpool-server-file-{}", std::process::id()));
+    let content: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::File::create(&path).unwrap().write_all(&content).unwrap();
+    let served = path.clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |req: &mut Request| {
+            let Ok(mut file) = std::fs::File::open(&served) else { return Response::status(500) };
+            match req.path() {
+                "/tail" => {
+                    let _ = file.seek(SeekFrom::Start(299_000));
+                    Response::file(file, 1000)
+                }
+                _ => Response::file(file, 300_000),
+            }
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    for _ in 0..2 {
+        send(&mut conn, &get("/"));
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!(reply.header("content-length"), Some("300000"));
+        assert!(reply.body == content, "file body differs");
+    }
+    send(&mut conn, &get("/tail"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, &content[299_000..]);
+    send(&mut conn, b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(read_reply(&mut conn, true).unwrap().header("content-length"), Some("300000"));
+    send(&mut conn, &get("/tail"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body.len(), 1000);
+    assert!(server.shutdown());
+    std::fs::remove_file(&path).unwrap();
+}
