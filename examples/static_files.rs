@@ -153,7 +153,7 @@ fn serve_file(root: &Path, req: &Request) -> Response {
     let len = meta.len();
     let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).unwrap_or_default();
     let etag = format!("\"{len:x}-{:x}\"", mtime.as_nanos());
-    let last_modified = http_date(mtime.as_secs());
+    let last_modified = httpool::http_date(UNIX_EPOCH + mtime);
 
     // RFC 9110 §13.2.2: If-None-Match wins over If-Modified-Since, which is
     // only compared for equality with the date we sent (what clients echo).
@@ -185,30 +185,6 @@ fn serve_file(root: &Path, req: &Request) -> Response {
         .with_header("ETag", etag)
         .with_header("Last-Modified", last_modified)
         .with_header("Accept-Ranges", "bytes")
-}
-
-/// `secs` since the epoch as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn http_date(secs: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01.
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

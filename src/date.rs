@@ -32,6 +32,21 @@ impl DateCache {
     }
 }
 
+/// Formats `time` as an HTTP date (IMF-fixdate, RFC 9110 §5.6.7), e.g.
+/// `Sun, 06 Nov 1994 08:49:37 GMT`, for `Last-Modified`, `Expires` and the
+/// like. Sub-second parts are dropped; times before 1970 give the epoch.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+///
+/// let date = httpool::http_date(UNIX_EPOCH + Duration::from_secs(784_111_777));
+/// assert_eq!(date, "Sun, 06 Nov 1994 08:49:37 GMT");
+/// ```
+pub fn http_date(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    String::from_utf8_lossy(&format_imf_fixdate(secs)).into_owned()
+}
+
 const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
 const MONTHS: [&[u8; 3]; 12] =
     [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];

@@ -40,6 +40,7 @@ pub use config::{
     DEFAULT_MAX_HEADERS, DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_SHUTDOWN_GRACE, DEFAULT_WRITE_TIMEOUT,
     Overload, default_workers,
 };
+pub use date::http_date;
 pub use error::{Error, ErrorKind};
 pub use handler::Handler;
 pub use headers::HeaderIter;
