@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, closed, connect, get, read_reply, send};
+use common::{PATIENCE, closed, connect, echo, get, read_reply, send};
 use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
 
 /// Spins (yielding) until `cond` holds on the server's stats; fails after
@@ -323,14 +323,7 @@ fn two_thousand_idle_connections_do_not_slow_a_new_client() {
 
 #[test]
 fn clients_trickling_small_bodies_hold_no_worker() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .spawn(|req: &mut Request| match req.read_body(1 << 20) {
-            Ok(body) => Response::bytes(body),
-            Err(_) => Response::status(400),
-        })
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(echo).unwrap();
     let addr = server.local_addr();
     let mut slow: Vec<_> = (0..5).map(|_| connect(addr)).collect();
     for conn in &mut slow {

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{PATIENCE, closed, connect, get, read_reply, send};
+use common::{PATIENCE, closed, connect, echo, get, read_reply, send};
 use httpool::{Request, Response, Server, ServerHandle};
 
 #[allow(dead_code)] // `main` is the example's, not ours.
@@ -214,14 +214,7 @@ fn a_blocking_handler_holds_only_its_own_worker() {
 
 #[test]
 fn request_bodies_reach_the_handler() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .spawn(|req: &mut Request| match req.read_body(1 << 20) {
-            Ok(body) => Response::bytes(body),
-            Err(_) => Response::status(400),
-        })
-        .unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(echo).unwrap();
     let mut conn = connect(server.local_addr());
     send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhel");
     send(&mut conn, b"lo");

@@ -84,6 +84,14 @@ pub fn closed(conn: &mut BufReader<TcpStream>) -> bool {
     conn.read_to_end(&mut rest).is_ok() && rest.is_empty()
 }
 
+/// A handler answering `200` with the request body (up to 1 MiB).
+pub fn echo(req: &mut httpool::Request) -> httpool::Response {
+    match req.read_body(1 << 20) {
+        Ok(body) => httpool::Response::bytes(body),
+        Err(_) => httpool::Response::status(400),
+    }
+}
+
 pub fn get(path: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
 }
