@@ -7,35 +7,27 @@
 //! (refused requests, timeouts, disconnects). Nothing is logged per
 //! successful request. Without the feature these compile to nothing.
 
-macro_rules! error {
-    ($($arg:tt)*) => {{
+/// Logs at `$level` with the feature; without it, type-checks the format
+/// arguments (so nothing is unused) and compiles to nothing.
+macro_rules! log_at {
+    ($level:ident, $($arg:tt)*) => {{
         #[cfg(feature = "log")]
-        log::error!($($arg)*);
+        log::$level!($($arg)*);
         #[cfg(not(feature = "log"))]
         if false {
             let _ = format_args!($($arg)*);
         }
     }};
+}
+
+macro_rules! error {
+    ($($arg:tt)*) => { log_at!(error, $($arg)*) };
 }
 
 macro_rules! warn {
-    ($($arg:tt)*) => {{
-        #[cfg(feature = "log")]
-        log::warn!($($arg)*);
-        #[cfg(not(feature = "log"))]
-        if false {
-            let _ = format_args!($($arg)*);
-        }
-    }};
+    ($($arg:tt)*) => { log_at!(warn, $($arg)*) };
 }
 
 macro_rules! debug {
-    ($($arg:tt)*) => {{
-        #[cfg(feature = "log")]
-        log::debug!($($arg)*);
-        #[cfg(not(feature = "log"))]
-        if false {
-            let _ = format_args!($($arg)*);
-        }
-    }};
+    ($($arg:tt)*) => { log_at!(debug, $($arg)*) };
 }
