@@ -1,38 +1,62 @@
-//! The parking lot: where connections wait, without a thread, for their next
-//! bytes. Shared by the poller and the workers under one short-held lock.
+//! The parking lot, the ready lists and the seats: everything the workers
+//! and the monitor share.
 //!
-//! A worker parks a connection by putting it in its slot and re-arming its
-//! readiness registration *while holding the lock*, so the poller can never
-//! see the readiness event before the connection is there to take, and never
-//! closes a socket a worker is still registering.
+//! A *seat* is one readiness set (epoll or kqueue). Each open connection is
+//! watched by one seat from its first park on, registered once,
+//! edge-triggered. A worker holding a seat polls it, moves the connections
+//! that became readable from the lot to the seat's ready list, and serves
+//! them itself, one after another: no thread hand-off on the way from the
+//! socket to the handler. There are as many seats as cores (at most one per
+//! worker); the other workers sleep until the monitor finds a seat whose
+//! worker is stuck in a handler and hands the seat to one of them.
+//!
+//! One short-held lock protects the lot. A readiness event for a connection
+//! a worker still holds marks its slot `pending`; parking sees the mark and
+//! serves the connection again instead, so no event is lost between a
+//! worker's last read and its park.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
 
-use mio::{Interest, Registry, Token, Waker};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
-use crate::config::Config;
+use crate::config::{Config, Overload};
 use crate::conn::ConnState;
-use crate::net::{Peer, Stream};
+use crate::date::DateCache;
+use crate::net::{Listener, Peer, Stream};
+use crate::response::{Response, encode_closing};
 use crate::stats::Counters;
 
 /// Token of the listening socket.
 pub(crate) const LISTENER: Token = Token(usize::MAX);
-/// Token of the poller's waker.
+/// Token of a seat's waker.
 pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 
-/// An open connection, owned by exactly one of: the lot, the work queue, a
-/// worker.
+/// Pause after an accept error such as `EMFILE`, so a full descriptor table
+/// does not turn into a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// An open connection, owned by exactly one of: the lot (parked), a ready
+/// list, a worker.
 pub(crate) struct Conn {
     pub(crate) stream: Stream,
     pub(crate) peer: Peer,
     pub(crate) state: ConnState,
     slot: u32,
-    /// Bumped on every park: readiness events of earlier parks are stale.
+    /// The slot's generation when this connection took it: its readiness
+    /// token, so events and deadlines of an earlier occupant never match.
     generation: u32,
-    /// Registered with the poller (from its first park on).
+    /// The seat that watches this connection once it has parked.
+    seat: usize,
     registered: bool,
+    /// When the current park ends (idle or head deadline).
+    deadline: Instant,
 }
 
 /// The readiness token of a slot in one generation.
@@ -47,35 +71,91 @@ pub(crate) fn untoken(token: Token) -> (u32, u32) {
 
 enum Slot {
     Free,
-    /// Queued or with a worker.
-    Busy,
+    /// Ready or with a worker; `pending` when it became readable since.
+    Busy {
+        pending: bool,
+    },
     Parked(Conn),
 }
 
 /// What the lock protects.
 pub(crate) struct Lot {
     slots: Vec<Slot>,
-    /// The latest generation handed out per slot. It keeps counting across
-    /// the connections a slot holds, so a deadline or event left by an
-    /// earlier occupant can never match a later one.
+    /// The latest generation handed out per slot.
     generations: Vec<u32>,
     free: Vec<u32>,
-    /// Deadlines of parks the poller has not seen yet: (deadline, slot, generation).
+    /// Readable connections per seat, oldest first.
+    ready: Vec<VecDeque<Conn>>,
+    /// Connections in all ready lists.
+    pub(crate) queued: usize,
+    /// A thread is polling the seat (or about to).
+    pub(crate) polling: Vec<bool>,
+    /// Work taken from each seat by workers: the monitor's sign of life.
+    pub(crate) progress: Vec<u64>,
+    /// Workers asleep, waiting for work or a seat.
+    pub(crate) sleepers: usize,
+    /// Seats the monitor wants a sleeping worker to take over.
+    pub(crate) adopt: Vec<usize>,
+    /// Deadlines of parks the monitor has not seen yet: (deadline, slot, generation).
     pub(crate) new_timers: Vec<(Instant, u32, u32)>,
     /// Set at shutdown: parking closes instead.
     pub(crate) closed: bool,
+    /// Shutdown has moved every request already received to a ready list:
+    /// workers leave once those are served.
+    pub(crate) swept: bool,
     /// Connections in `Slot::Parked`.
     pub(crate) parked: usize,
+    /// Round-robin seat for the next connection.
+    next_seat: usize,
+    /// Accepting is paused after an error such as `EMFILE`.
+    pub(crate) accept_paused_until: Option<Instant>,
 }
 
 impl Lot {
-    /// Takes the connection parked under `token`, if it is still there.
-    pub(crate) fn take(&mut self, token: Token) -> Option<Conn> {
+    /// A readiness event: a parked connection moves to the seat's ready
+    /// list; one a worker holds is marked to be served again.
+    fn wake(&mut self, token: Token, seat: usize) {
         let (slot, generation) = untoken(token);
+        if self.generations.get(slot as usize) != Some(&generation) {
+            return;
+        }
+        let entry = &mut self.slots[slot as usize];
+        match entry {
+            Slot::Parked(_) => {
+                let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy { pending: false }) else {
+                    return;
+                };
+                self.parked -= 1;
+                self.ready[seat].push_back(conn);
+                self.queued += 1;
+            }
+            Slot::Busy { pending } => *pending = true,
+            Slot::Free => {}
+        }
+    }
+
+    /// The oldest ready connection of `seat`.
+    fn pop_ready(&mut self, seat: usize) -> Option<Conn> {
+        let conn = self.ready[seat].pop_front()?;
+        self.queued -= 1;
+        self.progress[seat] += 1;
+        // Events before this point were for bytes the worker will read.
+        self.slots[conn.slot as usize] = Slot::Busy { pending: false };
+        Some(conn)
+    }
+
+    /// A ready connection of any seat (a seat whose worker is busy).
+    fn steal(&mut self) -> Option<Conn> {
+        let seat = (0..self.ready.len()).find(|&s| !self.ready[s].is_empty())?;
+        self.pop_ready(seat)
+    }
+
+    /// Takes the connection parked under `slot` if its deadline has passed.
+    pub(crate) fn take_expired(&mut self, slot: u32, generation: u32, now: Instant) -> Option<Conn> {
         let entry = self.slots.get_mut(slot as usize)?;
         match entry {
-            Slot::Parked(conn) if conn.generation == generation => {
-                let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy) else {
+            Slot::Parked(conn) if conn.generation == generation && conn.deadline <= now => {
+                let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy { pending: false }) else {
                     return None;
                 };
                 self.parked -= 1;
@@ -85,12 +165,19 @@ impl Lot {
         }
     }
 
+    /// True when `(deadline, slot, generation)` is the current deadline of
+    /// a parked connection (the monitor drops the other heap entries).
+    pub(crate) fn is_current_timer(&self, deadline: Instant, slot: u32, generation: u32) -> bool {
+        matches!(self.slots.get(slot as usize),
+            Some(Slot::Parked(c)) if c.generation == generation && c.deadline == deadline)
+    }
+
     /// Takes every parked connection (shutdown).
     pub(crate) fn take_all(&mut self) -> Vec<Conn> {
         let mut out = Vec::new();
         for entry in &mut self.slots {
             if let Slot::Parked(_) = entry {
-                if let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy) {
+                if let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy { pending: false }) {
                     out.push(conn);
                 }
             }
@@ -99,63 +186,111 @@ impl Lot {
         out
     }
 
-    pub(crate) fn is_parked(&self, token: Token) -> bool {
-        let (slot, generation) = untoken(token);
-        matches!(self.slots.get(slot as usize), Some(Slot::Parked(c)) if c.generation == generation)
+    pub(crate) fn has_ready(&self, seat: usize) -> bool {
+        !self.ready[seat].is_empty()
     }
 
     pub(crate) fn open(&self) -> usize {
         self.slots.len() - self.free.len()
     }
 
-    fn next_generation(&mut self, slot: u32) -> u32 {
-        let generation = &mut self.generations[slot as usize];
-        *generation = generation.wrapping_add(1);
-        *generation
+    pub(crate) fn seats(&self) -> usize {
+        self.ready.len()
     }
 
     fn free(&mut self, slot: u32) {
         self.slots[slot as usize] = Slot::Free;
         self.free.push(slot);
     }
+
+    fn saturated(&self, config: &Config) -> bool {
+        self.queued >= config.queue_depth || self.open() >= config.max_connections
+    }
 }
 
-/// State shared by the poller, the workers and the server handle.
+/// One readiness set and the means to wake whoever polls it.
+pub(crate) struct Seat {
+    /// Locked only by the thread that set the seat's `polling` flag, so it
+    /// is never contended.
+    poll: Mutex<SeatPoll>,
+    registry: Registry,
+    waker: Waker,
+}
+
+struct SeatPoll {
+    poll: Poll,
+    events: Events,
+}
+
+impl Seat {
+    fn new(listener: &Listener) -> io::Result<Seat> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        // Every seat watches the listener: whichever worker is free accepts.
+        registry.register(&mut SourceFd(&listener.as_raw_fd()), LISTENER, Interest::READABLE)?;
+        Ok(Seat { poll: Mutex::new(SeatPoll { poll, events: Events::with_capacity(256) }), registry, waker })
+    }
+}
+
+/// State shared by the workers, the monitor and the server handle.
 pub(crate) struct Shared {
     pub(crate) config: Config,
-    pub(crate) registry: Registry,
-    pub(crate) waker: Waker,
+    pub(crate) seats: Vec<Seat>,
+    listener: Listener,
     lot: Mutex<Lot>,
+    accepting: Mutex<()>,
+    /// The listener became ready while another thread was accepting.
+    accept_missed: AtomicBool,
+    /// Sleeping workers wait here.
+    pub(crate) work: Condvar,
     /// Shutdown has begun.
     pub(crate) stopping: AtomicBool,
-    /// The poller waits for queue room or a free connection slot: the next
-    /// worker to make some wakes it.
-    pub(crate) poller_waiting: AtomicBool,
-    /// Readable connections waiting in the poller for queue room.
-    pub(crate) backlog: AtomicUsize,
+    /// An accept was held back (saturated or paused): the next thread to
+    /// free room accepts.
+    pub(crate) accept_waiting: AtomicBool,
+    /// The monitor sleeps for long (no seat busy); a worker that starts
+    /// serving wakes it.
+    pub(crate) monitor_dozing: AtomicBool,
+    pub(crate) monitor: OnceLock<Thread>,
     pub(crate) counters: Counters,
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, registry: Registry, waker: Waker) -> Shared {
+    pub(crate) fn new(config: Config, listener: Listener, seats: usize) -> io::Result<Shared> {
+        let seats = (0..seats.max(1)).map(|_| Seat::new(&listener)).collect::<io::Result<Vec<_>>>()?;
+        let n = seats.len();
         let lot = Lot {
             slots: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
+            ready: (0..n).map(|_| VecDeque::new()).collect(),
+            queued: 0,
+            polling: vec![false; n],
+            progress: vec![0; n],
+            sleepers: 0,
+            adopt: Vec::new(),
             new_timers: Vec::new(),
             closed: false,
+            swept: false,
             parked: 0,
+            next_seat: 0,
+            accept_paused_until: None,
         };
-        Shared {
+        Ok(Shared {
             config,
-            registry,
-            waker,
+            seats,
+            listener,
             lot: Mutex::new(lot),
+            accepting: Mutex::new(()),
+            accept_missed: AtomicBool::new(false),
+            work: Condvar::new(),
             stopping: AtomicBool::new(false),
-            poller_waiting: AtomicBool::new(false),
-            backlog: AtomicUsize::new(0),
+            accept_waiting: AtomicBool::new(false),
+            monitor_dozing: AtomicBool::new(false),
+            monitor: OnceLock::new(),
             counters: Counters::default(),
-        }
+        })
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Lot> {
@@ -163,55 +298,247 @@ impl Shared {
         self.lot.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Gives a newly accepted connection a slot. It goes straight to a
-    /// worker (its request has usually arrived by the time it is accepted),
-    /// and is registered with the poller only if it ever parks.
-    pub(crate) fn admit(&self, stream: Stream, peer: Peer) -> Conn {
+    /// The next connection for the worker sitting at `seat` (which may
+    /// change when the worker adopts another seat); `None` when the server
+    /// has shut down and nothing is left to serve.
+    pub(crate) fn next(&self, seat: &mut usize) -> Option<Conn> {
         let mut lot = self.lock();
-        let slot = match lot.free.pop() {
-            Some(slot) => slot,
-            None => {
-                lot.slots.push(Slot::Free);
-                lot.generations.push(0);
-                (lot.slots.len() - 1) as u32
+        loop {
+            if let Some(adopted) = lot.adopt.pop() {
+                *seat = adopted;
             }
-        };
-        lot.slots[slot as usize] = Slot::Busy;
-        self.counters.accepted();
-        Conn { stream, peer, state: ConnState::default(), slot, generation: 0, registered: false }
+            if let Some(conn) = lot.pop_ready(*seat) {
+                return Some(conn);
+            }
+            if let Some(conn) = lot.steal() {
+                return Some(conn);
+            }
+            let stopping = self.stopping.load(Ordering::Acquire);
+            if !stopping && !lot.polling[*seat] {
+                lot.polling[*seat] = true;
+                drop(lot);
+                self.poll_seat(*seat, None, true);
+                lot = self.lock();
+                continue;
+            }
+            if stopping && lot.swept {
+                return None;
+            }
+            lot.sleepers += 1;
+            lot = self.work.wait(lot).unwrap_or_else(PoisonError::into_inner);
+            lot.sleepers -= 1;
+        }
     }
 
-    /// Hands a connection with nothing to read back to the poller.
-    pub(crate) fn park(&self, mut conn: Conn) {
+    /// Polls `seat` (whose `polling` flag the caller set) and moves what
+    /// became readable to its ready list; accepts new connections. The
+    /// monitor polls (with a zero timeout) a seat whose worker is stuck and
+    /// no worker is free to take over.
+    pub(crate) fn poll_seat(&self, seat: usize, timeout: Option<Duration>, by_worker: bool) {
+        let mut listener_ready = false;
+        {
+            let mut guard = self.seats[seat].poll.lock().unwrap_or_else(PoisonError::into_inner);
+            let SeatPoll { poll, events } = &mut *guard;
+            if let Err(e) = poll.poll(events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    error!("waiting for readiness failed: {e}");
+                    std::thread::sleep(ACCEPT_BACKOFF);
+                }
+            }
+            let mut lot = self.lock();
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => listener_ready = true,
+                    WAKER => {}
+                    token => lot.wake(token, seat),
+                }
+            }
+            lot.polling[seat] = false;
+            if by_worker {
+                lot.progress[seat] += 1;
+            }
+            if self.stopping.load(Ordering::Relaxed) {
+                // The monitor waits for every seat to be free before its sweep.
+                self.work.notify_all();
+            }
+        }
+        if by_worker && self.monitor_dozing.load(Ordering::Relaxed) && self.monitor_dozing.swap(false, Ordering::AcqRel)
+        {
+            if let Some(monitor) = self.monitor.get() {
+                monitor.unpark();
+            }
+        }
+        let retry = self.accept_waiting.load(Ordering::Relaxed) && self.accept_waiting.swap(false, Ordering::AcqRel);
+        if listener_ready || retry {
+            self.accept(seat);
+        }
+        if !by_worker {
+            // Nobody may be sitting at this seat: wake a worker for its work.
+            let lot = self.lock();
+            if lot.queued > 0 && lot.sleepers > 0 {
+                self.work.notify_one();
+            }
+        }
+    }
+
+    /// Accepts until the listener is empty or the server saturated. New
+    /// connections join `seat`'s ready list: their request has usually
+    /// arrived by now.
+    pub(crate) fn accept(&self, seat: usize) {
+        // One thread accepts at a time. Another that finds the listener
+        // ready leaves a note; the accepting one looks again before it goes.
+        loop {
+            let Ok(_accepting) = self.accepting.try_lock() else {
+                self.accept_missed.store(true, Ordering::Release);
+                return;
+            };
+            self.accept_until_empty(seat);
+            drop(_accepting);
+            if !self.accept_missed.swap(false, Ordering::AcqRel) {
+                return;
+            }
+        }
+    }
+
+    fn accept_until_empty(&self, seat: usize) {
+        let mut date = None;
+        loop {
+            if self.stopping.load(Ordering::Relaxed) {
+                return;
+            }
+            let saturated = {
+                let lot = self.lock();
+                if lot.accept_paused_until.is_some_and(|until| Instant::now() < until) {
+                    self.accept_waiting.store(true, Ordering::Release);
+                    return;
+                }
+                lot.saturated(&self.config)
+            };
+            if saturated && self.config.overload == Overload::Wait {
+                // Clients wait in the kernel backlog until room frees up.
+                self.accept_waiting.store(true, Ordering::Release);
+                return;
+            }
+            match self.listener.accept() {
+                Ok((stream, peer)) if saturated => self.reject(stream, peer, &mut date),
+                Ok((stream, peer)) => {
+                    #[cfg(feature = "tls")]
+                    let Some(stream) = self.secure(stream, peer) else { continue };
+                    self.admit(stream, peer, seat);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if is_transient(&e) => {}
+                Err(e) => {
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off, keep serving.
+                    warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                    self.counters.io_error();
+                    self.lock().accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    self.accept_waiting.store(true, Ordering::Release);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Gives a newly accepted connection a slot and a seat, and parks it
+    /// there: the seat reports its first bytes (at once if they are here),
+    /// which costs less than a read that would most often find nothing.
+    fn admit(&self, stream: Stream, peer: Peer, accepted_at: usize) {
+        let conn = {
+            let mut lot = self.lock();
+            let slot = match lot.free.pop() {
+                Some(slot) => slot,
+                None => {
+                    lot.slots.push(Slot::Free);
+                    lot.generations.push(0);
+                    (lot.slots.len() - 1) as u32
+                }
+            };
+            let generation = lot.generations[slot as usize].wrapping_add(1);
+            lot.generations[slot as usize] = generation;
+            lot.slots[slot as usize] = Slot::Busy { pending: false };
+            let seat = lot.next_seat;
+            lot.next_seat = (seat + 1) % lot.seats();
+            let state = ConnState::default();
+            Conn { stream, peer, state, slot, generation, seat, registered: false, deadline: Instant::now() }
+        };
+        self.counters.accepted();
+        if let Some(conn) = self.park(conn) {
+            let mut lot = self.lock();
+            lot.ready[accepted_at].push_back(conn);
+            lot.queued += 1;
+        }
+    }
+
+    /// Wraps a new connection in TLS when the server is configured for it.
+    #[cfg(feature = "tls")]
+    fn secure(&self, stream: Stream, peer: Peer) -> Option<Stream> {
+        match (&self.config.tls, stream) {
+            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp, config.clone()) {
+                Ok(tls) => Some(Stream::Tls(Box::new(tls))),
+                Err(e) => {
+                    warn!("{peer}: starting TLS failed: {e}");
+                    None
+                }
+            },
+            (_, stream) => Some(stream),
+        }
+    }
+
+    /// `503` + `Retry-After` + close for a connection accepted while
+    /// saturated. What the client already sent is read first so that the
+    /// close does not reset the connection under the response.
+    fn reject(&self, mut stream: Stream, peer: Peer, date: &mut Option<DateCache>) {
+        let Overload::Reject { retry_after } = self.config.overload else {
+            return;
+        };
+        let mut sink = [0u8; 4096];
+        while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        let mut resp = Response::error(503);
+        resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
+        let mut out = Vec::with_capacity(192);
+        encode_closing(&resp, date.get_or_insert_with(DateCache::new).now(), &mut out);
+        let _ = stream.write(&out);
+        stream.shutdown_write();
+        debug!("{peer}: saturated; answered 503");
+        self.counters.rejected();
+    }
+
+    /// Hands a connection with nothing to read back to its seat. Returns it
+    /// when bytes arrived while the worker held it: serve it again.
+    pub(crate) fn park(&self, mut conn: Conn) -> Option<Conn> {
         let now = Instant::now();
-        let deadline = match conn.state.head_started() {
+        conn.deadline = match conn.state.head_started() {
             Some(started) => started + self.config.head_timeout,
             None if conn.state.requests == 0 => now + self.config.head_timeout,
             None => now + self.config.idle_timeout,
         };
+        if !conn.registered {
+            let seat = &self.seats[conn.seat];
+            if let Err(e) =
+                seat.registry.register(&mut conn.stream, token(conn.slot, conn.generation), Interest::READABLE)
+            {
+                debug!("{}: watching for readiness failed: {e}", conn.peer);
+                self.close(conn);
+                return None;
+            }
+            conn.registered = true;
+        }
         let mut lot = self.lock();
         if lot.closed {
-            self.forget(&mut lot, conn);
-            return;
+            drop(lot);
+            self.close(conn);
+            return None;
         }
-        conn.generation = lot.next_generation(conn.slot);
-        let (slot, generation) = (conn.slot, conn.generation);
-        // Arming while holding the lock: bytes that arrived since the last
-        // read raise an event only the poller can act on, after we release.
-        let armed = if conn.registered {
-            self.registry.reregister(&mut conn.stream, token(slot, generation), Interest::READABLE)
-        } else {
-            self.registry.register(&mut conn.stream, token(slot, generation), Interest::READABLE)
-        };
-        conn.registered = true;
-        if let Err(e) = armed {
-            debug!("{}: re-arming failed: {e}", conn.peer);
-            self.forget(&mut lot, conn);
-            return;
+        let slot = conn.slot as usize;
+        if let Slot::Busy { pending: true } = lot.slots[slot] {
+            lot.slots[slot] = Slot::Busy { pending: false };
+            return Some(conn);
         }
-        lot.new_timers.push((deadline, slot, generation));
-        lot.slots[slot as usize] = Slot::Parked(conn);
+        lot.new_timers.push((conn.deadline, conn.slot, conn.generation));
+        lot.slots[slot] = Slot::Parked(conn);
         lot.parked += 1;
+        None
     }
 
     /// Closes a connection and frees its slot.
@@ -220,22 +547,42 @@ impl Shared {
         drop(conn);
         self.lock().free(slot);
         self.counters.closed();
-        self.wake_poller_if_waiting();
     }
 
-    /// Frees the slot of a connection the poller dropped itself.
-    pub(crate) fn forget(&self, lot: &mut Lot, conn: Conn) {
-        lot.free(conn.slot);
-        self.counters.closed();
-    }
-
-    pub(crate) fn wake_poller_if_waiting(&self) {
-        if self.poller_waiting.load(Ordering::Relaxed) && self.poller_waiting.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.waker.wake() {
-                error!("waking the poller failed: {e}");
-            }
+    /// Wakes the worker waiting for readiness at `seat`.
+    pub(crate) fn nudge(&self, seat: usize) {
+        if let Err(e) = self.seats[seat].waker.wake() {
+            error!("waking a worker failed: {e}");
         }
     }
+
+    /// Wakes every thread that may be waiting: shutdown.
+    pub(crate) fn wake_all(&self) {
+        for seat in &self.seats {
+            if let Err(e) = seat.waker.wake() {
+                error!("waking a worker for shutdown failed: {e}");
+            }
+        }
+        let _guard = self.lock();
+        self.work.notify_all();
+        drop(_guard);
+        if let Some(monitor) = self.monitor.get() {
+            monitor.unpark();
+        }
+    }
+
+    /// Stops watching the listener (shutdown).
+    pub(crate) fn forget_listener(&self) {
+        for seat in &self.seats {
+            let _ = seat.registry.deregister(&mut SourceFd(&self.listener.as_raw_fd()));
+        }
+    }
+}
+
+/// Accept errors about one connection that went away; the next accept may
+/// well succeed.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted)
 }
 
 #[cfg(test)]

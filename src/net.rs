@@ -60,6 +60,15 @@ impl Listener {
     }
 }
 
+impl AsRawFd for Listener {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l) => l.as_raw_fd(),
+        }
+    }
+}
+
 /// A connection's socket. Plain TCP is kept as a std socket (registered
 /// with the poller through its descriptor) so that `io::copy` from a file can
 /// use `sendfile`.
@@ -152,29 +161,6 @@ impl Source for Stream {
             Stream::Unix(s) => s.deregister(registry),
             #[cfg(feature = "tls")]
             Stream::Tls(s) => s.deregister(registry),
-        }
-    }
-}
-
-impl Source for Listener {
-    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
-        match self {
-            Listener::Tcp(l) => l.register(registry, token, interests),
-            Listener::Unix(l) => l.register(registry, token, interests),
-        }
-    }
-
-    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
-        match self {
-            Listener::Tcp(l) => l.reregister(registry, token, interests),
-            Listener::Unix(l) => l.reregister(registry, token, interests),
-        }
-    }
-
-    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
-        match self {
-            Listener::Tcp(l) => l.deregister(registry),
-            Listener::Unix(l) => l.deregister(registry),
         }
     }
 }

@@ -10,14 +10,13 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, bounded};
-use mio::{Poll, Waker};
 
 use crate::config::{Config, Overload};
 use crate::handler::Handler;
-use crate::lot::{Shared, WAKER};
+use crate::lot::Shared;
+use crate::monitor::Monitor;
 use crate::net::Listener;
 use crate::parse::MAX_HEADERS_CAP;
-use crate::poller::Poller;
 use crate::pool;
 use crate::stats::Stats;
 
@@ -260,17 +259,15 @@ impl Server {
                 Listener::Unix(mio::net::UnixListener::from_std(l))
             }
         };
-        let poll = Poll::new()?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
-        let registry = poll.registry().try_clone()?;
         let workers = self.config.workers;
-        let (queue_tx, queue_rx) = bounded(self.config.queue_depth);
-        let shared = Arc::new(Shared::new(self.config, registry, waker));
-        let poller = Poller::new(poll, listener, shared.clone(), queue_tx)?;
+        let cores = thread::available_parallelism().map_or(1, |n| n.get());
+        let shared = Arc::new(Shared::new(self.config, listener, workers.min(cores))?);
         let (done_tx, done_rx) = bounded(workers);
-        let workers = pool::spawn(workers, &shared, &Arc::new(handler), &queue_rx, &done_tx)?;
-        let poller = thread::Builder::new().name("httpool-poller".into()).spawn(move || poller.run())?;
-        Ok(ServerHandle { shared, addr, poller: Some(poller), workers, done: done_rx, queue: queue_rx })
+        let monitor = Monitor::new(shared.clone());
+        let monitor = thread::Builder::new().name("httpool-monitor".into()).spawn(move || monitor.run())?;
+        let _ = shared.monitor.set(monitor.thread().clone());
+        let workers = pool::spawn(workers, &shared, &Arc::new(handler), &done_tx)?;
+        Ok(ServerHandle { shared, addr, monitor: Some(monitor), workers, done: done_rx })
     }
 }
 
@@ -281,10 +278,9 @@ impl Server {
 pub struct ServerHandle {
     shared: Arc<Shared>,
     addr: SocketAddr,
-    poller: Option<JoinHandle<()>>,
+    monitor: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
     done: Receiver<()>,
-    queue: Receiver<crate::lot::Conn>,
 }
 
 impl ServerHandle {
@@ -302,9 +298,11 @@ impl ServerHandle {
 
     /// Live counters; see [`Stats`].
     pub fn stats(&self) -> Stats {
-        let parked = self.shared.lock().parked;
-        let waiting = self.shared.backlog.load(Ordering::Relaxed);
-        self.shared.counters.snapshot(parked, self.queue.len() + waiting)
+        let (parked, queued) = {
+            let lot = self.shared.lock();
+            (lot.parked, lot.queued)
+        };
+        self.shared.counters.snapshot(parked, queued)
     }
 
     /// Stops the server gracefully and waits for it: stop accepting, close
@@ -321,8 +319,8 @@ impl ServerHandle {
     /// Waits until the server stops (after a [`ShutdownSignal`]). Returns as
     /// [`ServerHandle::shutdown`] does.
     pub fn join(mut self) -> bool {
-        if let Some(poller) = self.poller.take() {
-            let _ = poller.join();
+        if let Some(monitor) = self.monitor.take() {
+            let _ = monitor.join();
         }
         let deadline = Instant::now() + self.shared.config.shutdown_grace;
         let mut finished = 0;
@@ -360,9 +358,7 @@ impl ShutdownSignal {
     /// Starts shutdown and returns at once; [`ServerHandle::join`] waits.
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::Release);
-        if let Err(e) = self.shared.waker.wake() {
-            error!("waking the poller for shutdown failed: {e}");
-        }
+        self.shared.wake_all();
     }
 }
 

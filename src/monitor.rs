@@ -1,0 +1,229 @@
+//! The monitor thread: enforces the idle and head deadlines, hands the seat
+//! of a worker stuck in a handler to a sleeping worker (or, when none is
+//! free, polls it itself so connections are still accepted, queued or
+//! refused), and runs the shutdown sweep.
+//!
+//! It never serves a request. While every seat's worker is waiting for
+//! readiness it sleeps until the next deadline; while some worker is busy it
+//! looks every [`STALL_TICK`].
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::date::DateCache;
+use crate::lot::{Conn, Shared};
+use crate::response::{Response, encode_closing};
+
+/// Longest the monitor sleeps: deadlines are enforced at least this often.
+const TICK: Duration = Duration::from_millis(250);
+
+/// How often a busy server is looked at. A seat whose worker took no new
+/// work and polled no events for a whole tick is stuck (in a handler that
+/// blocks, or on one connection that keeps sending): its seat goes to
+/// another worker.
+pub(crate) const STALL_TICK: Duration = Duration::from_millis(1);
+
+/// How long the monitor keeps looking every [`STALL_TICK`] after it last
+/// saw a busy seat, before it sleeps until the next deadline (and a worker
+/// that starts serving has to wake it). Under steady traffic it never
+/// sleeps long, so no request pays for waking it.
+const AWAKE_AFTER_BUSY: Duration = Duration::from_millis(50);
+
+/// Stale deadlines the heap may hold beyond two per parked connection
+/// before it is compacted.
+const TIMER_SLACK: usize = 1024;
+
+pub(crate) struct Monitor {
+    shared: Arc<Shared>,
+    /// Deadlines of parked connections: (deadline, slot, generation).
+    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// Each seat's progress count at the last look.
+    seen: Vec<u64>,
+    date: DateCache,
+}
+
+impl Monitor {
+    pub(crate) fn new(shared: Arc<Shared>) -> Monitor {
+        let seats = shared.seats.len();
+        Monitor {
+            shared,
+            timers: BinaryHeap::with_capacity(2 * TIMER_SLACK),
+            seen: vec![0; seats],
+            date: DateCache::new(),
+        }
+    }
+
+    /// Runs until shutdown.
+    pub(crate) fn run(mut self) {
+        let mut last_busy = Instant::now();
+        while !self.shared.stopping.load(Ordering::Acquire) {
+            if self.look() {
+                last_busy = Instant::now();
+            }
+            self.expire(Instant::now());
+            if self.shared.accept_waiting.load(Ordering::Relaxed) && self.accept_due() {
+                self.shared.accept_waiting.store(false, Ordering::Release);
+                self.shared.accept(0);
+                self.shared.nudge(0);
+                self.wake_one_for_work();
+            }
+            if last_busy.elapsed() < AWAKE_AFTER_BUSY {
+                std::thread::park_timeout(STALL_TICK);
+            } else {
+                self.shared.monitor_dozing.store(true, Ordering::Release);
+                // A worker may have started serving since the look.
+                if self.look() {
+                    self.shared.monitor_dozing.store(false, Ordering::Relaxed);
+                    continue;
+                }
+                std::thread::park_timeout(self.doze());
+                self.shared.monitor_dozing.store(false, Ordering::Relaxed);
+            }
+        }
+        self.shut_down();
+    }
+
+    /// Finds stuck seats and gets someone polling them. Returns whether any
+    /// seat is busy (its worker serving rather than waiting for readiness).
+    fn look(&mut self) -> bool {
+        let shared = &*self.shared;
+        let mut busy = false;
+        let mut orphans = Vec::new();
+        let mut nudge = Vec::new();
+        {
+            let mut lot = shared.lock();
+            self.timers.extend(lot.new_timers.drain(..).map(Reverse));
+            for seat in 0..lot.seats() {
+                let unwatched = !lot.polling[seat];
+                let waiting = lot.has_ready(seat);
+                busy |= unwatched || waiting;
+                let stuck = (unwatched || waiting) && lot.progress[seat] == self.seen[seat];
+                self.seen[seat] = lot.progress[seat];
+                if !stuck || lot.adopt.contains(&seat) {
+                    continue;
+                }
+                if waiting && !unwatched {
+                    // Work queued behind the worker waiting for readiness.
+                    nudge.push(seat);
+                } else if lot.sleepers > lot.adopt.len() {
+                    lot.adopt.push(seat);
+                    shared.work.notify_one();
+                } else if let Some(idle) = (0..lot.seats()).find(|&s| lot.polling[s] && !orphans.contains(&s)) {
+                    // A worker waiting at another seat steals the work.
+                    if waiting {
+                        nudge.push(idle);
+                    }
+                    if unwatched {
+                        lot.polling[seat] = true;
+                        orphans.push(seat);
+                    }
+                } else {
+                    lot.polling[seat] = true;
+                    orphans.push(seat);
+                }
+            }
+        }
+        for seat in nudge {
+            shared.nudge(seat);
+        }
+        for seat in orphans {
+            shared.poll_seat(seat, Some(Duration::ZERO), false);
+        }
+        busy
+    }
+
+    fn accept_due(&self) -> bool {
+        let lot = self.shared.lock();
+        lot.accept_paused_until.is_none_or(|until| Instant::now() >= until)
+    }
+
+    fn wake_one_for_work(&self) {
+        let lot = self.shared.lock();
+        if lot.queued > 0 && lot.sleepers > 0 {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// How long to sleep while nothing is busy: until the next deadline or
+    /// the end of an accept pause, at most [`TICK`].
+    fn doze(&self) -> Duration {
+        let now = Instant::now();
+        let next_timer = self.timers.peek().map(|Reverse((at, _, _))| at.saturating_duration_since(now));
+        let pause = self.shared.lock().accept_paused_until.map(|at| at.saturating_duration_since(now));
+        [Some(TICK), next_timer, pause].into_iter().flatten().min().unwrap_or(TICK)
+    }
+
+    /// Closes parked connections whose deadline passed; one still sending
+    /// its head gets `408` first.
+    fn expire(&mut self, now: Instant) {
+        let due = self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now);
+        if !due && self.timers.len() <= TIMER_SLACK {
+            return;
+        }
+        let mut expired = Vec::new();
+        {
+            let mut lot = self.shared.lock();
+            while let Some(&Reverse((at, slot, generation))) = self.timers.peek() {
+                if at > now {
+                    break;
+                }
+                self.timers.pop();
+                expired.extend(lot.take_expired(slot, generation, now));
+            }
+            // Entries of connections that moved on are dropped lazily; keep
+            // the heap proportional to what is parked.
+            if self.timers.len() > 2 * lot.parked + TIMER_SLACK {
+                self.timers.retain(|Reverse((at, slot, generation))| lot.is_current_timer(*at, *slot, *generation));
+            }
+        }
+        for mut conn in expired {
+            if conn.state.has_partial_head() {
+                self.answer_timeout(&mut conn);
+            }
+            debug!("{}: closing after timeout", conn.peer);
+            self.shared.counters.timeout();
+            self.shared.close(conn);
+        }
+    }
+
+    /// Best-effort `408` on a slow head: one non-blocking write, then close.
+    fn answer_timeout(&mut self, conn: &mut Conn) {
+        let mut out = Vec::with_capacity(160);
+        encode_closing(&Response::error(408), self.date.now(), &mut out);
+        let _ = conn.stream.write(&out);
+    }
+
+    /// Stop accepting; once no worker is polling, move every request that
+    /// already arrived to a ready list (the workers answer them with
+    /// `Connection: close`), close the idle connections, and let the
+    /// workers go when the ready lists are empty.
+    fn shut_down(self) {
+        let shared = &*self.shared;
+        shared.forget_listener();
+        let mut lot = shared.lock();
+        while lot.polling.iter().any(|&p| p) {
+            lot = shared.work.wait_timeout(lot, TICK).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        let seats = lot.seats();
+        lot.polling.iter_mut().for_each(|p| *p = true);
+        drop(lot);
+        for seat in 0..seats {
+            shared.poll_seat(seat, Some(Duration::ZERO), false);
+        }
+        let idle = {
+            let mut lot = shared.lock();
+            lot.closed = true;
+            lot.take_all()
+        };
+        for conn in idle {
+            shared.close(conn);
+        }
+        let mut lot = shared.lock();
+        lot.swept = true;
+        shared.work.notify_all();
+    }
+}
