@@ -45,10 +45,23 @@ pub(crate) enum Listener {
 }
 
 impl Listener {
+    /// Non-blocking, and on Linux with `TCP_NODELAY` set once for every
+    /// connection it accepts (they inherit it), saving a system call per
+    /// connection.
+    pub(crate) fn tcp(listener: std::net::TcpListener) -> io::Result<Listener> {
+        listener.set_nonblocking(true)?;
+        #[cfg(target_os = "linux")]
+        rustix::net::sockopt::set_tcp_nodelay(&listener, true)?;
+        Ok(Listener::Tcp(mio::net::TcpListener::from_std(listener)))
+    }
+
     pub(crate) fn accept(&self) -> io::Result<(Stream, Peer)> {
         match self {
             Listener::Tcp(l) => {
                 let (stream, addr) = l.accept()?;
+                // Responses are written whole; small writes (streamed
+                // chunks, the tail of a large body) must not wait for ACKs.
+                #[cfg(not(target_os = "linux"))]
                 let _ = stream.set_nodelay(true);
                 Ok((Stream::Tcp(stream.into()), Peer::Ip(addr)))
             }
@@ -162,5 +175,25 @@ impl Source for Stream {
             #[cfg(feature = "tls")]
             Stream::Tls(s) => s.deregister(registry),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepted_tcp_connections_have_nodelay() {
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        let Listener::Tcp(inner) = &listener else { unreachable!() };
+        let _client = std::net::TcpStream::connect(inner.local_addr().unwrap()).unwrap();
+        let (stream, _) = loop {
+            match listener.accept() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                other => break other.unwrap(),
+            }
+        };
+        let Stream::Tcp(stream) = stream else { unreachable!() };
+        assert!(stream.nodelay().unwrap());
     }
 }

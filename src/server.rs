@@ -250,10 +250,7 @@ impl Server {
     pub fn spawn<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
         let listener = match self.listener {
-            Bound::Tcp(l) => {
-                l.set_nonblocking(true)?;
-                Listener::Tcp(mio::net::TcpListener::from_std(l))
-            }
+            Bound::Tcp(l) => Listener::tcp(l)?,
             Bound::Unix(l) => {
                 l.set_nonblocking(true)?;
                 Listener::Unix(mio::net::UnixListener::from_std(l))

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Instructions per keep-alive request, counted by callgrind (repeatable on
+# a noisy machine): testolope runs under valgrind while one client sends N
+# and then 2N sequential keep-alive requests; the difference of the two
+# totals divided by N is the cost of one request, start-up excluded.
+#   bash ci/callgrind.sh [N]        # default N=2000
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-2000}
+command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+cargo build --release --example testolope -q
+total() {
+    local count=$1 port=$2 out
+    out=$(mktemp)
+    valgrind --tool=callgrind --callgrind-out-file="$out" ./target/release/examples/testolope "127.0.0.1:$port" 4 \
+        >/dev/null 2>&1 &
+    local pid=$!
+    python3 - "$port" "$count" <<'PY'
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for _ in range(600):
+    try:
+        s = socket.create_connection(("127.0.0.1", port)); break
+    except OSError:
+        time.sleep(0.1)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+req = b"GET /testolope HTTP/1.1\r\nHost: bench\r\n\r\n"
+for _ in range(n):
+    s.sendall(req)
+    got = b""
+    while not got.endswith(b"Testolope"):
+        got += s.recv(4096)
+s.close()
+PY
+    kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}'
+    rm -f "$out"
+}
+a=$(total "$N" 19301)
+b=$(total $((2 * N)) 19302)
+echo "instructions: $N requests $a, $((2 * N)) requests $b"
+echo "per keep-alive request: $(( (b - a) / N ))"
