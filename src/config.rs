@@ -11,9 +11,9 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(4, |n| (n.get() * 2).max(4))
 }
 
-/// Default capacity of the work queue between the poller and the workers.
+/// Default number of ready connections that may wait for a free worker.
 pub const DEFAULT_QUEUE_DEPTH: usize = 1024;
-/// Default cap on open connections; past it the poller stops accepting.
+/// Default cap on open connections; past it the server stops accepting.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 /// Default time an idle keep-alive connection is kept open.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,7 +44,7 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 64 * 1024;
 
 /// What the server does with new connections while it is saturated: the
-/// work queue is full or `max_connections` are open.
+/// `queue_depth` connections wait for a worker or `max_connections` are open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Overload {
     /// Stop accepting: new clients wait in the kernel's listen backlog until

@@ -130,7 +130,7 @@ impl ConnState {
 /// What the worker does with the connection after [`serve`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Next {
-    /// Nothing to read now: hand it back to the poller.
+    /// Nothing to read now: park it at its seat.
     Park,
     Close,
 }

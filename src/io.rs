@@ -224,7 +224,7 @@ impl Script {
         Script { chunks: chunks.iter().map(|c| c.to_vec()).collect(), ..Script::default() }
     }
 
-    /// Makes the next chunk readable, as a poller wake-up would.
+    /// Makes the next chunk readable, as a readiness event would.
     pub(crate) fn release(&mut self) -> bool {
         match self.chunks.pop_front() {
             Some(chunk) => {

@@ -1,7 +1,7 @@
 //! Logging through the `log` facade (feature `log`, on by default).
 //!
 //! Levels: `error` for what the operator must fix (a handler panicked or
-//! built an invalid response, the poller failed); `warn` for pressure the
+//! built an invalid response, waiting for readiness failed); `warn` for pressure the
 //! server absorbs (accept errors such as `EMFILE`, workers still busy at
 //! the end of the shutdown grace period); `debug` for what clients do
 //! (refused requests, timeouts, disconnects). Nothing is logged per

@@ -96,7 +96,10 @@ pub(crate) struct Lot {
     pub(crate) sleepers: usize,
     /// Seats the monitor wants a sleeping worker to take over.
     pub(crate) adopt: Vec<usize>,
-    /// Deadlines of parks the monitor has not seen yet: (deadline, slot, generation).
+    /// Per slot, the deadline of its live entry in the monitor's heap (one
+    /// per connection: a park pushes one only when none is due earlier).
+    timer_at: Vec<Option<Instant>>,
+    /// Deadlines the monitor has not moved to its heap yet: (deadline, slot, generation).
     pub(crate) new_timers: Vec<(Instant, u32, u32)>,
     /// Set at shutdown: parking closes instead.
     pub(crate) closed: bool,
@@ -150,26 +153,46 @@ impl Lot {
         self.pop_ready(seat)
     }
 
-    /// Takes the connection parked under `slot` if its deadline has passed.
-    pub(crate) fn take_expired(&mut self, slot: u32, generation: u32, now: Instant) -> Option<Conn> {
-        let entry = self.slots.get_mut(slot as usize)?;
-        match entry {
-            Slot::Parked(conn) if conn.generation == generation && conn.deadline <= now => {
-                let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy { pending: false }) else {
+    /// A heap entry `(at, slot, generation)` came due. Returns the
+    /// connection if its deadline has passed; re-queues the entry (pushed to
+    /// `later`) if the connection is parked with a later deadline; drops it
+    /// if the connection is busy (its next park pushes a new one) or gone.
+    pub(crate) fn timer_due(
+        &mut self,
+        (at, slot, generation): (Instant, u32, u32),
+        now: Instant,
+        later: &mut Vec<(Instant, u32, u32)>,
+    ) -> Option<Conn> {
+        let i = slot as usize;
+        if self.generations.get(i) != Some(&generation) || self.timer_at[i] != Some(at) {
+            return None;
+        }
+        match &self.slots[i] {
+            Slot::Parked(conn) if conn.deadline > now => {
+                self.timer_at[i] = Some(conn.deadline);
+                later.push((conn.deadline, slot, generation));
+                None
+            }
+            Slot::Parked(_) => {
+                self.timer_at[i] = None;
+                let Slot::Parked(conn) = std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) else {
                     return None;
                 };
                 self.parked -= 1;
                 Some(conn)
             }
-            _ => None,
+            _ => {
+                self.timer_at[i] = None;
+                None
+            }
         }
     }
 
-    /// True when `(deadline, slot, generation)` is the current deadline of
-    /// a parked connection (the monitor drops the other heap entries).
-    pub(crate) fn is_current_timer(&self, deadline: Instant, slot: u32, generation: u32) -> bool {
-        matches!(self.slots.get(slot as usize),
-            Some(Slot::Parked(c)) if c.generation == generation && c.deadline == deadline)
+    /// True when `(at, slot, generation)` is a slot's live heap entry (the
+    /// monitor drops the others when it compacts the heap).
+    pub(crate) fn is_live_timer(&self, at: Instant, slot: u32, generation: u32) -> bool {
+        let i = slot as usize;
+        self.generations.get(i) == Some(&generation) && self.timer_at[i] == Some(at)
     }
 
     /// Takes every parked connection (shutdown).
@@ -270,7 +293,8 @@ impl Shared {
             progress: vec![0; n],
             sleepers: 0,
             adopt: Vec::new(),
-            new_timers: Vec::new(),
+            timer_at: Vec::new(),
+            new_timers: Vec::with_capacity(256),
             closed: false,
             swept: false,
             parked: 0,
@@ -451,11 +475,13 @@ impl Shared {
                 None => {
                     lot.slots.push(Slot::Free);
                     lot.generations.push(0);
+                    lot.timer_at.push(None);
                     (lot.slots.len() - 1) as u32
                 }
             };
             let generation = lot.generations[slot as usize].wrapping_add(1);
             lot.generations[slot as usize] = generation;
+            lot.timer_at[slot as usize] = None;
             lot.slots[slot as usize] = Slot::Busy { pending: false };
             let seat = lot.next_seat;
             lot.next_seat = (seat + 1) % lot.seats();
@@ -535,7 +561,10 @@ impl Shared {
             lot.slots[slot] = Slot::Busy { pending: false };
             return Some(conn);
         }
-        lot.new_timers.push((conn.deadline, conn.slot, conn.generation));
+        if lot.timer_at[slot].is_none_or(|at| conn.deadline < at) {
+            lot.timer_at[slot] = Some(conn.deadline);
+            lot.new_timers.push((conn.deadline, conn.slot, conn.generation));
+        }
         lot.slots[slot] = Slot::Parked(conn);
         lot.parked += 1;
         None

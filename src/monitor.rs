@@ -41,6 +41,8 @@ pub(crate) struct Monitor {
     shared: Arc<Shared>,
     /// Deadlines of parked connections: (deadline, slot, generation).
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// Entries that came due for connections whose deadline moved on.
+    later: Vec<(Instant, u32, u32)>,
     /// Each seat's progress count at the last look.
     seen: Vec<u64>,
     date: DateCache,
@@ -52,6 +54,7 @@ impl Monitor {
         Monitor {
             shared,
             timers: BinaryHeap::with_capacity(2 * TIMER_SLACK),
+            later: Vec::new(),
             seen: vec![0; seats],
             date: DateCache::new(),
         }
@@ -88,7 +91,8 @@ impl Monitor {
     }
 
     /// Finds stuck seats and gets someone polling them. Returns whether any
-    /// seat is busy (its worker serving rather than waiting for readiness).
+    /// seat is busy (its worker serving rather than waiting for readiness)
+    /// or did work since the last look.
     fn look(&mut self) -> bool {
         let shared = &*self.shared;
         let mut busy = false;
@@ -101,7 +105,11 @@ impl Monitor {
                 let unwatched = !lot.polling[seat];
                 let waiting = lot.has_ready(seat);
                 busy |= unwatched || waiting;
-                let stuck = (unwatched || waiting) && lot.progress[seat] == self.seen[seat];
+                let moved = lot.progress[seat] != self.seen[seat];
+                // Traffic keeps the monitor looking often, so that no
+                // worker has to wake it.
+                busy |= moved;
+                let stuck = (unwatched || waiting) && !moved;
                 self.seen[seat] = lot.progress[seat];
                 if !stuck || lot.adopt.contains(&seat) {
                     continue;
@@ -165,21 +173,24 @@ impl Monitor {
             return;
         }
         let mut expired = Vec::new();
+        let mut later = std::mem::take(&mut self.later);
         {
             let mut lot = self.shared.lock();
-            while let Some(&Reverse((at, slot, generation))) = self.timers.peek() {
-                if at > now {
+            while let Some(&Reverse(entry)) = self.timers.peek() {
+                if entry.0 > now {
                     break;
                 }
                 self.timers.pop();
-                expired.extend(lot.take_expired(slot, generation, now));
+                expired.extend(lot.timer_due(entry, now, &mut later));
             }
-            // Entries of connections that moved on are dropped lazily; keep
-            // the heap proportional to what is parked.
-            if self.timers.len() > 2 * lot.parked + TIMER_SLACK {
-                self.timers.retain(|Reverse((at, slot, generation))| lot.is_current_timer(*at, *slot, *generation));
+            // Entries of connections that closed are dropped lazily; keep
+            // the heap proportional to what is open.
+            if self.timers.len() > 2 * lot.open() + TIMER_SLACK {
+                self.timers.retain(|Reverse((at, slot, generation))| lot.is_live_timer(*at, *slot, *generation));
             }
         }
+        self.timers.extend(later.drain(..).map(Reverse));
+        self.later = later;
         for mut conn in expired {
             if conn.state.has_partial_head() {
                 self.answer_timeout(&mut conn);

@@ -1,5 +1,5 @@
 //! The sockets the server listens on and serves: TCP, Unix domain, and (with
-//! the `tls` feature) TLS over TCP. The poller and the workers see only
+//! the `tls` feature) TLS over TCP. The engine sees only
 //! [`Listener`] and [`Stream`].
 
 use std::fmt;
@@ -83,7 +83,7 @@ impl AsRawFd for Listener {
 }
 
 /// A connection's socket. Plain TCP is kept as a std socket (registered
-/// with the poller through its descriptor) so that `io::copy` from a file can
+/// with its seat through its descriptor) so that `io::copy` from a file can
 /// use `sendfile`.
 pub(crate) enum Stream {
     Tcp(std::net::TcpStream),

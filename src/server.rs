@@ -113,9 +113,10 @@ impl Server {
         self
     }
 
-    /// Readable connections that may wait for a free worker. When the queue
-    /// is full the server stops accepting (clients wait in the kernel's
-    /// backlog). Default: [`DEFAULT_QUEUE_DEPTH`](crate::DEFAULT_QUEUE_DEPTH).
+    /// Ready connections that may wait for a free worker (they wait only
+    /// while every worker is busy). When that many wait, the server stops
+    /// accepting (clients wait in the kernel's backlog), or answers `503`
+    /// with [`Overload::Reject`]. Default: [`DEFAULT_QUEUE_DEPTH`](crate::DEFAULT_QUEUE_DEPTH).
     pub fn queue_depth(mut self, n: usize) -> Server {
         self.config.queue_depth = n.max(1);
         self
@@ -246,7 +247,7 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// Creating the poller or a thread failed.
+    /// Creating a readiness set, a descriptor or a thread failed.
     pub fn spawn<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
         let listener = match self.listener {

@@ -13,12 +13,12 @@ pub struct Stats {
     pub accepted: u64,
     /// Connections open now.
     pub open: u64,
-    /// Open connections parked with the poller (idle or mid-head).
+    /// Open connections parked, waiting for bytes (idle or mid-head).
     pub parked: u64,
     /// Open connections queued for or held by a worker.
     pub active: u64,
-    /// Readable connections waiting for a worker (in the work queue, or held
-    /// by the poller while the queue is full).
+    /// Ready connections waiting for a worker (bounded by `queue_depth` for
+    /// new connections).
     pub queued: u64,
     /// Responses written (error responses included).
     pub requests: u64,

@@ -1112,7 +1112,22 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Regression: the poller's deadlines are keyed by (slot, generation), and a
+/// A new connection is first parked under the head deadline; once it has
+/// been answered, the shorter idle deadline replaces it (the monitor keeps
+/// one heap entry per connection and must not wait for the later one).
+#[test]
+fn idle_deadline_shorter_than_the_first_head_deadline_closes_the_connection() {
+    let server = start_with(|s| s.idle_timeout(Duration::from_millis(300)).head_timeout(Duration::from_secs(30)));
+    let mut client = Client::connect(server.local_addr());
+    client.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(client.reply(false).unwrap().unwrap().status, 200);
+    // PATIENCE (10 s) is far below the 30 s head deadline.
+    let mut byte = [0u8; 1];
+    assert_eq!(client.stream.read(&mut byte).unwrap(), 0, "closed by the idle deadline");
+    server.shutdown();
+}
+
+/// Regression: the deadlines are deadlines are keyed by (slot, generation), and a
 /// new connection in a reused slot starts again at generation 0. The idle
 /// deadline the previous connection left behind at generation 1 then fires
 /// on the new one as soon as it parks mid-head: a `408` long before its own

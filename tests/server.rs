@@ -212,6 +212,58 @@ fn a_blocking_handler_holds_only_its_own_worker() {
     assert!(server.shutdown());
 }
 
+/// Keep-alive connections spread over every seat, then one handler blocks:
+/// each of them, and new clients, are still answered while it is blocked
+/// (the blocked worker's seat goes to another worker, or its ready
+/// connections are taken by a worker at another seat).
+fn others_are_served_while_a_handler_blocks(workers: usize) {
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (std::sync::Mutex::new(entered_tx), std::sync::Mutex::new(release_rx));
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(workers)
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    let mut kept: Vec<_> = (0..8).map(|_| connect(addr)).collect();
+    for conn in &mut kept {
+        send(conn, &get("/first"));
+        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
+    }
+    let mut blocked = connect(addr);
+    send(&mut blocked, &get("/block"));
+    entered_rx.recv_timeout(PATIENCE).unwrap();
+    for round in 0..3 {
+        for conn in &mut kept {
+            send(conn, &get("/again"));
+            assert_eq!(read_reply(conn, false).unwrap().body, b"done", "round {round}");
+        }
+        let mut fresh = connect(addr);
+        send(&mut fresh, &get("/fresh"));
+        assert_eq!(read_reply(&mut fresh, false).unwrap().body, b"done");
+    }
+    release_tx.send(()).unwrap();
+    assert_eq!(read_reply(&mut blocked, false).unwrap().body, b"done");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_blocked_handler_stalls_no_other_connection_with_two_workers() {
+    others_are_served_while_a_handler_blocks(2);
+}
+
+#[test]
+fn a_blocked_handler_stalls_no_other_connection_with_five_workers() {
+    others_are_served_while_a_handler_blocks(5);
+}
+
 #[test]
 fn request_bodies_reach_the_handler() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(echo).unwrap();
