@@ -431,10 +431,13 @@ impl Shared {
                 return;
             }
             let saturated = {
-                let lot = self.lock();
-                if lot.accept_paused_until.is_some_and(|until| Instant::now() < until) {
-                    self.accept_waiting.store(true, Ordering::Release);
-                    return;
+                let mut lot = self.lock();
+                if let Some(until) = lot.accept_paused_until {
+                    if Instant::now() < until {
+                        self.accept_waiting.store(true, Ordering::Release);
+                        return;
+                    }
+                    lot.accept_paused_until = None;
                 }
                 lot.saturated(&self.config)
             };

@@ -161,7 +161,12 @@ impl Monitor {
     fn doze(&self) -> Duration {
         let now = Instant::now();
         let next_timer = self.timers.peek().map(|Reverse((at, _, _))| at.saturating_duration_since(now));
-        let pause = self.shared.lock().accept_paused_until.map(|at| at.saturating_duration_since(now));
+        // The end of an accept pause matters only while an accept waits
+        // for it (one that has passed is cleared by the next accept).
+        let pause = match self.shared.lock().accept_paused_until {
+            Some(at) if at > now && self.shared.accept_waiting.load(Ordering::Relaxed) => Some(at - now),
+            _ => None,
+        };
         [Some(TICK), next_timer, pause].into_iter().flatten().min().unwrap_or(TICK)
     }
 

@@ -139,6 +139,8 @@ fn emfile_child() {
                 let s = server.stats();
                 println!("STATS {} {} {}", s.accepted, s.open, s.io_errors);
             }
+            #[cfg(target_os = "linux")]
+            "cpu" => println!("CPU {}", cpu_ticks()),
             _ => break,
         }
     }
@@ -161,6 +163,13 @@ impl Child {
                 return line[at + prefix.len()..].trim().to_string();
             }
         }
+    }
+
+    /// The child's user + system CPU time, in clock ticks.
+    #[cfg(target_os = "linux")]
+    fn cpu(&mut self) -> u64 {
+        writeln!(self.process.stdin.as_mut().unwrap(), "cpu").unwrap();
+        self.line("CPU ").parse().unwrap()
     }
 
     /// (accepted, open, io_errors)
@@ -226,6 +235,17 @@ fn accept_backs_off_on_descriptor_exhaustion() {
     drop(clients);
     for mut client in rest {
         assert_eq!(read_reply(&mut client, false).unwrap().status, 200);
+    }
+    // Once descriptors are back, an idle server is idle: nothing is left
+    // retrying (a busy loop would burn the whole second).
+    #[cfg(target_os = "linux")]
+    {
+        let before = child.cpu();
+        let mut quiet = connect(addr);
+        quiet.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        assert!(quiet.read(&mut [0; 1]).is_err(), "no request, no answer");
+        let spent = child.cpu() - before;
+        assert!(spent < 15, "{spent} clock ticks of CPU in an idle second after descriptor exhaustion");
     }
     writeln!(child.process.stdin.as_mut().unwrap(), "quit").unwrap();
     assert!(child.process.wait().unwrap().success());
@@ -357,4 +377,14 @@ fn an_unwanted_body_that_stalls_is_given_up_and_the_response_stands() {
     assert!(closed(&mut conn));
     assert!(started.elapsed() < PATIENCE);
     assert!(server.shutdown());
+}
+
+/// This process's user + system CPU time in clock ticks (`/proc/self/stat`
+/// fields 14 and 15).
+#[cfg(target_os = "linux")]
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
