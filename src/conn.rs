@@ -368,6 +368,7 @@ fn upgrade<T: Transport, H: ?Sized>(
     if flush(io, cx).is_err() {
         return false;
     }
+    io.leave_seat();
     let early = &conn.buf[conn.start..conn.end];
     let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, early)));
     if catch_unwind(run).is_err() {

@@ -35,6 +35,11 @@ pub(crate) trait Transport: Read + Write {
         false
     }
 
+    /// Stops the connection's seat from watching it: an upgraded connection
+    /// is read by its own closure, and the seat's events would only wake
+    /// a worker for nothing.
+    fn leave_seat(&mut self) {}
+
     /// Sends `len` bytes of `file` from its current position, after what
     /// was already written. Plain TCP hands the file to the kernel
     /// (`sendfile` on Linux); other transports copy through a buffer.
@@ -168,6 +173,8 @@ impl Waiter {
 pub(crate) struct Socket<'a> {
     pub(crate) stream: &'a mut Stream,
     pub(crate) waiter: &'a mut Waiter,
+    /// The readiness set that watches the socket, if it is registered.
+    pub(crate) seat: Option<&'a mio::Registry>,
 }
 
 impl Read for Socket<'_> {
@@ -193,6 +200,12 @@ impl Transport for Socket<'_> {
 
     fn holds_input(&self) -> bool {
         self.stream.holds_input()
+    }
+
+    fn leave_seat(&mut self) {
+        if let Some(registry) = self.seat.take() {
+            let _ = mio::event::Source::deregister(self.stream, registry);
+        }
     }
 
     fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {

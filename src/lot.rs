@@ -573,6 +573,11 @@ impl Shared {
         None
     }
 
+    /// The readiness set watching `conn`, once it has been registered.
+    pub(crate) fn registry_of(&self, conn: &Conn) -> Option<&Registry> {
+        conn.registered.then(|| &self.seats[conn.seat].registry)
+    }
+
     /// Closes a connection and frees its slot.
     pub(crate) fn close(&self, conn: Conn) {
         let slot = conn.slot;

@@ -44,7 +44,8 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
     while let Some(mut conn) = shared.next(&mut seat) {
         loop {
             let next = {
-                let mut io = Socket { stream: &mut conn.stream, waiter: &mut waiter };
+                let seat = shared.registry_of(&conn);
+                let mut io = Socket { stream: &mut conn.stream, waiter: &mut waiter, seat };
                 let mut cx = Ctx {
                     handler,
                     config: &shared.config,
