@@ -35,9 +35,9 @@ pub(crate) trait Transport: Read + Write {
         false
     }
 
-    /// Stops the connection's seat from watching it: an upgraded connection
-    /// is read by its own closure, and the seat's events would only wake
-    /// a worker for nothing.
+    /// Stops the connection's seat from watching it while the worker reads
+    /// or writes it directly (an upgrade's closure, a body, a slow write):
+    /// the seat's events would only wake a worker for nothing.
     fn leave_seat(&mut self) {}
 
     /// Sends `len` bytes of `file` from its current position, after what
@@ -173,7 +173,8 @@ impl Waiter {
 pub(crate) struct Socket<'a> {
     pub(crate) stream: &'a mut Stream,
     pub(crate) waiter: &'a mut Waiter,
-    /// The readiness set that watches the socket, if it is registered.
+    /// The readiness set that watches the socket, if it is registered;
+    /// `None` after [`Transport::leave_seat`].
     pub(crate) seat: Option<&'a mio::Registry>,
 }
 
@@ -195,6 +196,10 @@ impl Write for Socket<'_> {
 
 impl Transport for Socket<'_> {
     fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
+        // While the worker waits on the socket itself (a body the handler
+        // reads, a peer slow to take a response), its seat must not be woken
+        // by the same bytes; the connection registers again when it parks.
+        self.leave_seat();
         self.waiter.wait(&*self.stream, ready, timeout)
     }
 

@@ -59,6 +59,15 @@ pub(crate) struct Conn {
     deadline: Instant,
 }
 
+impl Conn {
+    /// The worker took the socket off its seat (see
+    /// [`Transport::leave_seat`](crate::io::Transport::leave_seat)): the next
+    /// park registers it again.
+    pub(crate) fn left_seat(&mut self) {
+        self.registered = false;
+    }
+}
+
 /// The readiness token of a slot in one generation.
 pub(crate) fn token(slot: u32, generation: u32) -> Token {
     Token((generation as usize) << 32 | slot as usize)
@@ -292,7 +301,7 @@ impl Shared {
             polling: vec![false; n],
             progress: vec![0; n],
             sleepers: 0,
-            adopt: Vec::new(),
+            adopt: Vec::with_capacity(n),
             timer_at: Vec::new(),
             new_timers: Vec::with_capacity(256),
             closed: false,

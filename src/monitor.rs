@@ -43,6 +43,9 @@ pub(crate) struct Monitor {
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     /// Entries that came due for connections whose deadline moved on.
     later: Vec<(Instant, u32, u32)>,
+    /// Seats to poll, and seats to wake, found by the last look.
+    orphans: Vec<usize>,
+    nudge: Vec<usize>,
     /// Each seat's progress count at the last look.
     seen: Vec<u64>,
     date: DateCache,
@@ -55,6 +58,8 @@ impl Monitor {
             shared,
             timers: BinaryHeap::with_capacity(2 * TIMER_SLACK),
             later: Vec::new(),
+            orphans: Vec::with_capacity(seats),
+            nudge: Vec::with_capacity(seats),
             seen: vec![0; seats],
             date: DateCache::new(),
         }
@@ -96,8 +101,9 @@ impl Monitor {
     fn look(&mut self) -> bool {
         let shared = &*self.shared;
         let mut busy = false;
-        let mut orphans = Vec::new();
-        let mut nudge = Vec::new();
+        // Kept between looks so that a stuck seat costs no allocation.
+        let mut orphans = std::mem::take(&mut self.orphans);
+        let mut nudge = std::mem::take(&mut self.nudge);
         {
             let mut lot = shared.lock();
             self.timers.extend(lot.new_timers.drain(..).map(Reverse));
@@ -135,12 +141,13 @@ impl Monitor {
                 }
             }
         }
-        for seat in nudge {
+        for seat in nudge.drain(..) {
             shared.nudge(seat);
         }
-        for seat in orphans {
+        for seat in orphans.drain(..) {
             shared.poll_seat(seat, Some(Duration::ZERO), false);
         }
+        (self.orphans, self.nudge) = (orphans, nudge);
         busy
     }
 

@@ -43,8 +43,9 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
     let mut scratch = Scratch::new(&shared.config);
     while let Some(mut conn) = shared.next(&mut seat) {
         loop {
-            let next = {
+            let (next, left_seat) = {
                 let seat = shared.registry_of(&conn);
+                let registered = seat.is_some();
                 let mut io = Socket { stream: &mut conn.stream, waiter: &mut waiter, seat };
                 let mut cx = Ctx {
                     handler,
@@ -56,13 +57,18 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
                 };
                 // Handler panics are caught inside; this catches a panicking body
                 // reader, which leaves the connection in an unknown state.
-                catch_unwind(AssertUnwindSafe(|| serve(&mut conn.state, &mut io, &mut cx))).unwrap_or_else(|_| {
-                    error!("{}: panic while writing a response; closing", conn.peer);
-                    shared.counters.panic();
-                    scratch.out.clear();
-                    Next::Close
-                })
+                let next =
+                    catch_unwind(AssertUnwindSafe(|| serve(&mut conn.state, &mut io, &mut cx))).unwrap_or_else(|_| {
+                        error!("{}: panic while writing a response; closing", conn.peer);
+                        shared.counters.panic();
+                        scratch.out.clear();
+                        Next::Close
+                    });
+                (next, registered && io.seat.is_none())
             };
+            if left_seat {
+                conn.left_seat();
+            }
             match next {
                 Next::Park if !shared.stopping.load(Ordering::Relaxed) => match shared.park(conn) {
                     Some(again) => conn = again,

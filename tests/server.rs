@@ -264,6 +264,43 @@ fn a_blocked_handler_stalls_no_other_connection_with_five_workers() {
     others_are_served_while_a_handler_blocks(5);
 }
 
+/// A handler that has to wait for the rest of a body waits on the socket
+/// itself (the socket leaves its seat meanwhile); the connection must come
+/// back to its seat afterwards: the next request on it is answered.
+#[test]
+fn a_connection_that_waited_for_its_body_is_served_again() {
+    let (got_first_tx, got_first_rx) = mpsc::channel::<()>();
+    let got_first_tx = std::sync::Mutex::new(got_first_tx);
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |req: &mut Request| {
+            if req.path() != "/upload" {
+                return Response::text("next");
+            }
+            let mut first = [0u8; 10];
+            req.read_exact(&mut first).unwrap();
+            got_first_tx.lock().unwrap().send(()).unwrap();
+            let mut rest = Vec::new();
+            req.read_to_end(&mut rest).unwrap();
+            Response::text(format!("{}", first.len() + rest.len()))
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    let size = 100_000;
+    let head = format!("POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: {size}\r\n\r\n");
+    send(&mut conn, head.as_bytes());
+    send(&mut conn, &[b'a'; 10]);
+    got_first_rx.recv_timeout(PATIENCE).unwrap();
+    send(&mut conn, &vec![b'b'; size - 10]);
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, size.to_string().as_bytes());
+    for _ in 0..3 {
+        send(&mut conn, &get("/next"));
+        assert_eq!(read_reply(&mut conn, false).unwrap().body, b"next");
+    }
+    assert!(server.shutdown());
+}
+
 #[test]
 fn request_bodies_reach_the_handler() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(echo).unwrap();
