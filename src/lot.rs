@@ -131,13 +131,9 @@ impl Lot {
         if self.generations.get(slot as usize) != Some(&generation) {
             return;
         }
-        let entry = &mut self.slots[slot as usize];
-        match entry {
+        match &mut self.slots[slot as usize] {
             Slot::Parked(_) => {
-                let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy { pending: false }) else {
-                    return;
-                };
-                self.parked -= 1;
+                let Some(conn) = self.unpark(slot as usize) else { return };
                 self.ready[seat].push_back(conn);
                 self.queued += 1;
             }
@@ -184,11 +180,7 @@ impl Lot {
             }
             Slot::Parked(_) => {
                 self.timer_at[i] = None;
-                let Slot::Parked(conn) = std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) else {
-                    return None;
-                };
-                self.parked -= 1;
-                Some(conn)
+                self.unpark(i)
             }
             _ => {
                 self.timer_at[i] = None;
@@ -206,16 +198,19 @@ impl Lot {
 
     /// Takes every parked connection (shutdown).
     pub(crate) fn take_all(&mut self) -> Vec<Conn> {
-        let mut out = Vec::new();
-        for entry in &mut self.slots {
-            if let Slot::Parked(_) = entry {
-                if let Slot::Parked(conn) = std::mem::replace(entry, Slot::Busy { pending: false }) {
-                    out.push(conn);
-                }
-            }
+        (0..self.slots.len()).filter_map(|i| self.unpark(i)).collect()
+    }
+
+    /// Takes the connection parked in slot `i`, if any; the slot stays busy.
+    fn unpark(&mut self, i: usize) -> Option<Conn> {
+        if !matches!(self.slots[i], Slot::Parked(_)) {
+            return None;
         }
-        self.parked = 0;
-        out
+        let Slot::Parked(conn) = std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) else {
+            return None;
+        };
+        self.parked -= 1;
+        Some(conn)
     }
 
     pub(crate) fn has_ready(&self, seat: usize) -> bool {
@@ -401,7 +396,7 @@ impl Shared {
                 monitor.unpark();
             }
         }
-        let retry = self.accept_waiting.load(Ordering::Relaxed) && self.accept_waiting.swap(false, Ordering::AcqRel);
+        let retry = self.take_accept_waiting();
         if listener_ready || retry {
             self.accept(seat);
         }
@@ -414,9 +409,15 @@ impl Shared {
         }
     }
 
+    /// True (once) when an accept was held back (saturated or paused): the
+    /// caller, having freed room or waited, should accept.
+    pub(crate) fn take_accept_waiting(&self) -> bool {
+        self.accept_waiting.load(Ordering::Relaxed) && self.accept_waiting.swap(false, Ordering::AcqRel)
+    }
+
     /// Accepts until the listener is empty or the server saturated. New
-    /// connections join `seat`'s ready list: their request has usually
-    /// arrived by now.
+    /// connections park at their seat (see [`Shared::admit`]); one whose
+    /// bytes arrived while it was being registered joins `seat`'s ready list.
     pub(crate) fn accept(&self, seat: usize) {
         // One thread accepts at a time. Another that finds the listener
         // ready leaves a note; the accepting one looks again before it goes.

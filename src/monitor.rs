@@ -73,11 +73,9 @@ impl Monitor {
                 last_busy = Instant::now();
             }
             self.expire(Instant::now());
-            if self.shared.accept_waiting.load(Ordering::Relaxed) && self.accept_due() {
-                self.shared.accept_waiting.store(false, Ordering::Release);
+            // Accepting checks the pause itself (and waits again if it is on).
+            if self.shared.take_accept_waiting() {
                 self.shared.accept(0);
-                self.shared.nudge(0);
-                self.wake_one_for_work();
             }
             if last_busy.elapsed() < AWAKE_AFTER_BUSY {
                 std::thread::park_timeout(STALL_TICK);
@@ -149,18 +147,6 @@ impl Monitor {
         }
         (self.orphans, self.nudge) = (orphans, nudge);
         busy
-    }
-
-    fn accept_due(&self) -> bool {
-        let lot = self.shared.lock();
-        lot.accept_paused_until.is_none_or(|until| Instant::now() >= until)
-    }
-
-    fn wake_one_for_work(&self) {
-        let lot = self.shared.lock();
-        if lot.queued > 0 && lot.sleepers > 0 {
-            self.shared.work.notify_one();
-        }
     }
 
     /// How long to sleep while nothing is busy: until the next deadline or

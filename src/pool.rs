@@ -81,7 +81,7 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
             }
         }
         // Room freed for a connection that waits to be accepted.
-        if shared.accept_waiting.load(Ordering::Relaxed) && shared.accept_waiting.swap(false, Ordering::AcqRel) {
+        if shared.take_accept_waiting() {
             shared.accept(seat);
         }
     }
