@@ -103,6 +103,7 @@ impl Default for Config {
                 max_uri_bytes: DEFAULT_MAX_URI_BYTES,
                 max_body_bytes: DEFAULT_MAX_BODY_BYTES,
                 any_method: false,
+                legacy_protocols: true,
             },
         }
     }

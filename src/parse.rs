@@ -23,6 +23,8 @@ pub(crate) struct Limits {
     pub(crate) max_body_bytes: u64,
     /// Accept any method token, not only the known ones.
     pub(crate) any_method: bool,
+    /// Read Icecast and RTSP request lines as HTTP/1.0 ones.
+    pub(crate) legacy_protocols: bool,
 }
 
 /// Where a header's name and value sit in the head buffer.
@@ -107,25 +109,22 @@ impl ParseError {
 /// `Ok(Some(head))` once it is complete and valid; header positions are
 /// pushed to `spans` (cleared first).
 pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
-    spans.clear();
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
     let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, raw) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
+        Err(httparse::Error::Version) if limits.legacy_protocols && legacy_request_line(buf).is_some() => {
+            return parse_legacy_head(buf, limits, spans);
+        }
         Err(e) => return Err(map_httparse(e, buf, limits)),
     };
-    if len > limits.max_head_bytes {
-        return Err(ParseError::HeadTooLarge);
-    }
     // httparse guarantees these are set on Complete.
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(ParseError::Malformed("incomplete request line"));
     };
-    if target.len() > limits.max_uri_bytes {
-        return Err(ParseError::UriTooLong);
-    }
+    check_sizes(len, target, limits)?;
     // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
     if method == "PRI" {
         return Err(ParseError::Malformed("HTTP/2 connection preface"));
@@ -133,6 +132,40 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     if !limits.any_method && !is_known_method(method) {
         return Err(ParseError::UnknownMethod);
     }
+    let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
+    finish_head(buf, len, RequestLine { method, target, version }, req.headers, limits, spans)
+}
+
+/// The parts of a request line that the rest of the head is checked with.
+struct RequestLine<'b> {
+    method: &'b str,
+    target: &'b str,
+    version: Version,
+}
+
+/// A complete head over `max_head_bytes` is a 431, a target over
+/// `max_uri_bytes` a 414, before anything else is said about it.
+fn check_sizes(len: usize, target: &str, limits: &Limits) -> Result<(), ParseError> {
+    if len > limits.max_head_bytes {
+        return Err(ParseError::HeadTooLarge);
+    }
+    if target.len() > limits.max_uri_bytes {
+        return Err(ParseError::UriTooLong);
+    }
+    Ok(())
+}
+
+/// The checks on a complete head that httparse does not make, and the
+/// [`Head`] they yield.
+fn finish_head(
+    buf: &[u8],
+    len: usize,
+    line: RequestLine<'_>,
+    headers: &[httparse::Header<'_>],
+    limits: &Limits,
+    spans: &mut Vec<HeaderSpan>,
+) -> Result<Option<Head>, ParseError> {
+    let RequestLine { method, target, version } = line;
     // RFC 9112 §2.2 lets a recipient accept a bare LF as a line end; one
     // inside a CRLF head is how front and back ends are made to disagree
     // about where fields end, so none is accepted.
@@ -143,9 +176,9 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     if !target.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ParseError::Malformed("invalid request target"));
     }
-    let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
+    spans.clear();
     let mut framing = Framing::default();
-    for h in req.headers.iter() {
+    for h in headers {
         framing.add(h.name, h.value, version)?;
         spans.push(HeaderSpan { name: span(buf, h.name.as_bytes()), value: span(buf, h.value) });
     }
@@ -163,6 +196,68 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
         upgrade: framing.upgrade,
         expect_continue: framing.expect_continue && version == Version::Http11,
     }))
+}
+
+/// The request line at the start of `buf` (after any empty lines) when it
+/// names a protocol llhttp, and so Node, reads besides HTTP: Icecast's
+/// `SOURCE <target> ICE/1.0`, or an RTSP/1.0 method (RFC 2326 §6.1, and
+/// `GET`/`POST`, which AirPlay sends over RTSP) with `RTSP/1.0`. A line not
+/// yet complete qualifies while it can still become one: then the method
+/// and target are returned with an empty protocol.
+fn legacy_request_line(buf: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let rest = &buf[start..];
+    let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
+        Some(end) => (rest[..end].strip_suffix(b"\r")?, true),
+        None => (rest, false),
+    };
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let (method, target, protocol) = (parts.next()?, parts.next()?, parts.next()?);
+    if !is_token(method) || target.is_empty() || !target.iter().all(|b| b.is_ascii_graphic()) {
+        return None;
+    }
+    let wanted: &[u8] = match method {
+        b"SOURCE" => b"ICE/1.0",
+        b"OPTIONS" | b"DESCRIBE" | b"ANNOUNCE" | b"SETUP" | b"PLAY" | b"PAUSE" | b"TEARDOWN" | b"GET_PARAMETER"
+        | b"SET_PARAMETER" | b"REDIRECT" | b"RECORD" | b"FLUSH" | b"GET" | b"POST" => b"RTSP/1.0",
+        _ => return None,
+    };
+    match complete {
+        true if protocol == wanted => Some((method, target, protocol)),
+        false if wanted.starts_with(protocol) || protocol.strip_suffix(b"\r") == Some(wanted) => {
+            Some((method, target, &[]))
+        }
+        _ => None,
+    }
+}
+
+/// A head whose request line is an Icecast or RTSP one (see
+/// [`legacy_request_line`]): its fields are parsed and checked as an
+/// HTTP/1.0 request's, which is how it is then served.
+#[cold]
+fn parse_legacy_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
+    let Some((method, target, protocol)) = legacy_request_line(buf) else {
+        return Err(ParseError::Malformed("invalid HTTP version"));
+    };
+    if protocol.is_empty() {
+        return partial(buf, limits).map(|()| None);
+    }
+    // The line ends with CRLF (checked above), right after the protocol.
+    let fields_start = span(buf, protocol).0 as usize + protocol.len() + 2;
+    let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
+    let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
+    let (fields_len, headers) = match httparse::parse_headers(&buf[fields_start..], raw) {
+        Ok(httparse::Status::Complete(done)) => done,
+        Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
+        Err(e) => return Err(map_httparse(e, buf, limits)),
+    };
+    // Both are ASCII: is_token and is_ascii_graphic held.
+    let (Ok(method), Ok(target)) = (std::str::from_utf8(method), std::str::from_utf8(target)) else {
+        return Err(ParseError::Malformed("invalid request line"));
+    };
+    check_sizes(fields_start + fields_len, target, limits)?;
+    let line = RequestLine { method, target, version: Version::Http10 };
+    finish_head(buf, fields_start + fields_len, line, headers, limits, spans)
 }
 
 fn has_bare_lf(head: &[u8]) -> bool {
@@ -203,7 +298,8 @@ fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
 /// Runs the framing checks over the field lines of `fields` that are
 /// complete (httparse has already accepted their syntax).
 fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), ParseError> {
-    let version = if request_line.ends_with(b"HTTP/1.0\r") { Version::Http10 } else { Version::Http11 };
+    // `HTTP/1.0`, or an `RTSP/1.0` or `ICE/1.0` line read as one.
+    let version = if request_line.ends_with(b"/1.0\r") { Version::Http10 } else { Version::Http11 };
     let mut framing = Framing::default();
     let mut lines = fields.split(|&b| b == b'\n');
     let _unfinished = lines.next_back();

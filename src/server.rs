@@ -225,6 +225,18 @@ impl Server {
         self
     }
 
+    /// Read the two non-HTTP request lines that share HTTP/1.0's syntax as
+    /// HTTP/1.0 requests, as Node's parser (llhttp) does: Icecast's
+    /// `SOURCE /mount ICE/1.0`, and an RTSP/1.0 method (RFC 2326 §6.1, and
+    /// `GET`/`POST` as AirPlay sends them) with `RTSP/1.0`. The handler sees
+    /// the method and [`Version::Http10`](crate::Version::Http10); the
+    /// answer is an HTTP response. Off, they get `400` like any protocol name
+    /// other than `HTTP`. Default: on.
+    pub fn legacy_protocols(mut self, allow: bool) -> Server {
+        self.config.limits.legacy_protocols = allow;
+        self
+    }
+
     /// Most unread body bytes discarded after a handler returns, to keep the
     /// connection; a longer remainder closes it instead. Default:
     /// [`DEFAULT_MAX_DRAIN_BYTES`](crate::DEFAULT_MAX_DRAIN_BYTES).

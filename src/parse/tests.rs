@@ -1,7 +1,14 @@
 use super::*;
 
 fn limits() -> Limits {
-    Limits { max_head_bytes: 1024, max_headers: 8, max_uri_bytes: 64, max_body_bytes: 1000, any_method: false }
+    Limits {
+        max_head_bytes: 1024,
+        max_headers: 8,
+        max_uri_bytes: 64,
+        max_body_bytes: 1000,
+        any_method: false,
+        legacy_protocols: true,
+    }
 }
 
 fn parse(bytes: &[u8]) -> Result<Option<Head>, ParseError> {
@@ -79,7 +86,12 @@ reject! {
     http2_preface_method_is_refused: b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n" => Malformed("HTTP/2 connection preface");
     unknown_method_is_not_implemented: b"MKCOLA / HTTP/1.1\r\nHost: a\r\n\r\n" => UnknownMethod;
     methods_are_case_sensitive: b"get / HTTP/1.1\r\nHost: a\r\n\r\n" => UnknownMethod;
-    rtsp_is_not_http: b"OPTIONS / RTSP/1.0\r\n\r\n" => Malformed("invalid HTTP version");
+    rtsp_with_an_http_only_method_is_refused: b"PUT / RTSP/1.0\r\n\r\n" => Malformed("invalid HTTP version");
+    ice_with_get_is_refused: b"GET / ICE/1.0\r\n\r\n" => Malformed("invalid HTTP version");
+    rtsp_11_is_refused: b"OPTIONS / RTSP/1.1\r\n\r\n" => Malformed("invalid HTTP version");
+    rtsp_with_transfer_encoding_is_refused_as_http10: b"ANNOUNCE / RTSP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" => Malformed("Transfer-Encoding in HTTP/1.0");
+    rtsp_with_bad_header_is_refused: b"OPTIONS / RTSP/1.0\r\nX : y\r\n\r\n" => Malformed("invalid header name");
+    rtsp_with_bare_lf_is_refused: b"OPTIONS / RTSP/1.0\r\nA: b\nC: d\r\n\r\n" => Malformed("bare LF in the head");
     lower_case_http_name_is_malformed: b"GET / http/1.1\r\nHost: a\r\n\r\n" => Malformed("invalid HTTP version");
     http2_is_not_supported: b"GET / HTTP/2.0\r\nHost: a\r\n\r\n" => ParseError::Version;
     unknown_expectation_fails: b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n" => Expectation;
@@ -192,4 +204,50 @@ fn framing_errors_in_an_unfinished_head_are_refused_at_once() {
         Err(Malformed("conflicting Content-Length"))
     );
     assert_eq!(parse(b"PUT / HTTP/1.1\r\nContent-Length: 1\r\nContent-Len"), Ok(None));
+}
+
+#[test]
+fn icecast_and_rtsp_request_lines_are_read_as_http10() {
+    for (bytes, method, target) in [
+        (&b"SOURCE /music ICE/1.0\r\nHost: a\r\nContent-Length: 2\r\n\r\n"[..], &b"SOURCE"[..], &b"/music"[..]),
+        (b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n", b"OPTIONS", b"*"),
+        (b"\r\nDESCRIBE rtsp://a/b RTSP/1.0\r\n\r\n", b"DESCRIBE", b"rtsp://a/b"),
+    ] {
+        let mut spans = Vec::new();
+        let head = parse_head(bytes, &limits(), &mut spans).unwrap().expect("complete");
+        assert_eq!(head.version, Version::Http10, "{bytes:?}");
+        assert_eq!(head.len, bytes.len(), "{bytes:?}");
+        assert_eq!(&bytes[head.method.0 as usize..][..head.method.1 as usize], method);
+        assert_eq!(&bytes[head.target.0 as usize..][..head.target.1 as usize], target);
+    }
+    let with_body = parse(b"SOURCE /m ICE/1.0\r\nContent-Length: 2\r\n\r\n").unwrap().unwrap();
+    assert_eq!(with_body.body, Length(2));
+}
+
+#[test]
+fn an_unfinished_icecast_head_waits_at_every_cut() {
+    let full = b"SOURCE /music ICE/1.0\r\nHost: a\r\nContent-Length: 1\r\n\r\n";
+    for cut in 0..full.len() {
+        assert_eq!(parse(&full[..cut]), Ok(None), "cut at {cut}");
+    }
+    assert!(parse(full).unwrap().is_some());
+    assert_eq!(parse(b"SOURCE /music IX"), Err(Malformed("invalid HTTP version")));
+}
+
+#[test]
+fn legacy_protocols_can_be_refused() {
+    let limits = Limits { legacy_protocols: false, ..limits() };
+    for bytes in [&b"SOURCE /m ICE/1.0\r\n\r\n"[..], b"OPTIONS * RTSP/1.0\r\n\r\n", b"SOURCE /m IC"] {
+        assert_eq!(parse_head(bytes, &limits, &mut Vec::new()), Err(Malformed("invalid HTTP version")), "{bytes:?}");
+    }
+}
+
+#[test]
+fn legacy_heads_keep_the_limits() {
+    let mut long = b"SOURCE /".to_vec();
+    long.extend([b'a'; 100]);
+    long.extend(b" ICE/1.0\r\n\r\n");
+    assert_eq!(parse(&long), Err(UriTooLong));
+    let many: Vec<u8> = [&b"SOURCE / ICE/1.0\r\n"[..], &b"A: 1\r\n".repeat(9), b"\r\n"].concat();
+    assert_eq!(parse(&many), Err(HeadTooLarge));
 }
