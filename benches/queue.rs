@@ -1,5 +1,7 @@
 //! The work-queue hop between the poller and the workers:
-//! `crossbeam-channel` (what the engine uses) vs `flume`, both `bounded(1024)`.
+//! `crossbeam-channel` (what the first engine used) vs `flume`, both
+//! `bounded(1024)`. The seat engine has no such hop; the numbers are kept
+//! as the record of why crossbeam-channel was the one kept.
 //!
 //! Same shape as the engine: one producer (the poller) sends a ~120-byte
 //! struct by value (like `lot::Conn`) and two consumer threads (workers)
