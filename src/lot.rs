@@ -477,9 +477,13 @@ impl Shared {
         }
     }
 
-    /// Gives a newly accepted connection a slot and a seat, and parks it
-    /// there: the seat reports its first bytes (at once if they are here),
-    /// which costs less than a read that would most often find nothing.
+    /// Gives a newly accepted connection a slot and a seat. Where the
+    /// listener defers accepts until the first bytes arrive (Linux), the
+    /// connection joins the accepting seat's ready list and is read at
+    /// once; it registers with its seat when it first parks. Elsewhere it
+    /// parks now: the seat reports its first bytes (at once if they are
+    /// here), which costs less than a read that would most often find
+    /// nothing.
     fn admit(&self, stream: Stream, peer: Peer, accepted_at: usize) {
         let conn = {
             let mut lot = self.lock();
@@ -499,7 +503,16 @@ impl Shared {
             let seat = lot.next_seat;
             lot.next_seat = (seat + 1) % lot.seats();
             let state = ConnState::default();
-            Conn { stream, peer, state, slot, generation, seat, registered: false, deadline: Instant::now() }
+            let conn =
+                Conn { stream, peer, state, slot, generation, seat, registered: false, deadline: Instant::now() };
+            if self.listener.delivers_data() {
+                lot.ready[accepted_at].push_back(conn);
+                lot.queued += 1;
+                drop(lot);
+                self.counters.accepted();
+                return;
+            }
+            conn
         };
         self.counters.accepted();
         if let Some(conn) = self.park(conn) {

@@ -313,6 +313,31 @@ fn request_bodies_reach_the_handler() {
     assert!(server.shutdown());
 }
 
+/// On Linux the listener defers accepts (`TCP_DEFER_ACCEPT`): a client that
+/// connects and says nothing is not accepted, so it holds no slot, no
+/// descriptor and no worker; it is served once it speaks.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_silent_connection_is_accepted_only_once_it_sends() {
+    let server = testolope_server(1);
+    let addr = server.local_addr();
+    let mut silent = connect(addr);
+    let connected = std::time::Instant::now();
+    let mut fresh = connect(addr);
+    send(&mut fresh, &get("/testolope"));
+    assert_eq!(read_reply(&mut fresh, false).unwrap().status, 200);
+    // `silent` finished its handshake first: an accept that did not wait
+    // for bytes would have taken it before `fresh`. After the defer period
+    // (1 s) the kernel lets a silent connection through anyway.
+    if connected.elapsed() < Duration::from_millis(900) {
+        assert_eq!(server.stats().accepted, 1);
+    }
+    send(&mut silent, &get("/testolope"));
+    assert_eq!(read_reply(&mut silent, false).unwrap().status, 200);
+    assert_eq!(server.stats().accepted, 2);
+    assert!(server.shutdown());
+}
+
 #[test]
 fn stats_count_connections_and_requests() {
     let server = testolope_server(1);
