@@ -134,12 +134,17 @@ impl Lot {
         match &mut self.slots[slot as usize] {
             Slot::Parked(_) => {
                 let Some(conn) = self.unpark(slot as usize) else { return };
-                self.ready[seat].push_back(conn);
-                self.queued += 1;
+                self.push_ready(seat, conn);
             }
             Slot::Busy { pending } => *pending = true,
             Slot::Free => {}
         }
+    }
+
+    /// Queues `conn` to be served by whoever sits at `seat`.
+    fn push_ready(&mut self, seat: usize, conn: Conn) {
+        self.ready[seat].push_back(conn);
+        self.queued += 1;
     }
 
     /// The oldest ready connection of `seat`.
@@ -485,7 +490,8 @@ impl Shared {
     /// here), which costs less than a read that would most often find
     /// nothing.
     fn admit(&self, stream: Stream, peer: Peer, accepted_at: usize) {
-        let conn = {
+        self.counters.accepted();
+        let to_park = {
             let mut lot = self.lock();
             let slot = match lot.free.pop() {
                 Some(slot) => slot,
@@ -506,19 +512,14 @@ impl Shared {
             let conn =
                 Conn { stream, peer, state, slot, generation, seat, registered: false, deadline: Instant::now() };
             if self.listener.delivers_data() {
-                lot.ready[accepted_at].push_back(conn);
-                lot.queued += 1;
-                drop(lot);
-                self.counters.accepted();
-                return;
+                lot.push_ready(accepted_at, conn);
+                None
+            } else {
+                Some(conn)
             }
-            conn
         };
-        self.counters.accepted();
-        if let Some(conn) = self.park(conn) {
-            let mut lot = self.lock();
-            lot.ready[accepted_at].push_back(conn);
-            lot.queued += 1;
+        if let Some(conn) = to_park.and_then(|conn| self.park(conn)) {
+            self.lock().push_ready(accepted_at, conn);
         }
     }
 

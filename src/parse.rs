@@ -115,10 +115,14 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     let len = match req.parse_with_uninit_headers(buf, raw) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
-        Err(httparse::Error::Version) if limits.legacy_protocols && legacy_request_line(buf).is_some() => {
-            return parse_legacy_head(buf, limits, spans);
+        Err(e) => {
+            if e == httparse::Error::Version && limits.legacy_protocols {
+                if let Some(line) = legacy_request_line(buf) {
+                    return parse_legacy_head(buf, line, limits, spans);
+                }
+            }
+            return Err(map_httparse(e, buf, limits));
         }
-        Err(e) => return Err(map_httparse(e, buf, limits)),
     };
     // httparse guarantees these are set on Complete.
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
@@ -231,14 +235,16 @@ fn legacy_request_line(buf: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     }
 }
 
-/// A head whose request line is an Icecast or RTSP one (see
-/// [`legacy_request_line`]): its fields are parsed and checked as an
+/// A head whose request line `legacy_request_line` found to be an
+/// Icecast or RTSP one: its fields are parsed and checked as an
 /// HTTP/1.0 request's, which is how it is then served.
 #[cold]
-fn parse_legacy_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
-    let Some((method, target, protocol)) = legacy_request_line(buf) else {
-        return Err(ParseError::Malformed("invalid HTTP version"));
-    };
+fn parse_legacy_head(
+    buf: &[u8],
+    (method, target, protocol): (&[u8], &[u8], &[u8]),
+    limits: &Limits,
+    spans: &mut Vec<HeaderSpan>,
+) -> Result<Option<Head>, ParseError> {
     if protocol.is_empty() {
         return partial(buf, limits).map(|()| None);
     }
