@@ -170,11 +170,13 @@ import statistics, sys
 path, base, pin, rounds, duration, conns = sys.argv[1:]
 rows = [l.split() for l in open(path) if l.strip()]
 order, data = [], {}
-for name, mode, _round, reqs, rps, p99, cpu, errs, sys_share in rows:
+by_round = {}
+for name, mode, rnd, reqs, rps, p99, cpu, errs, sys_share in rows:
     if name not in order:
         order.append(name)
     data.setdefault((name, mode), []).append(
         (float(rps), float(p99), float(cpu), int(errs), float(sys_share)))
+    by_round[(name, mode, rnd)] = float(rps)
 med = lambda xs: statistics.median(xs)
 wrk = "wrk -t1 on CPU 1, server on CPU 0" if pin == "1" else "wrk -t2, unpinned"
 print(f"\n{wrk}; -c{conns}; {rounds} rounds x {duration}s; medians"
@@ -183,7 +185,7 @@ for mode in ("keepalive", "nokeepalive"):
     print(f"\n{mode}:")
     head = f"{'server':<14}{'req/s':>10}{'p99 µs':>10}{'CPU µs/req':>12}{'sys %':>7}{'errors':>8}"
     if base:
-        head += f"{'req/s ÷ ' + base:>20}{'CPU ÷ ' + base:>18}"
+        head += f"{'req/s ÷ ' + base:>20}{'CPU ÷ ' + base:>18}{'req/s ÷ per round (min-max)':>32}"
     print(head)
     b = data.get((base, mode))
     for name in order:
@@ -197,6 +199,12 @@ for mode in ("keepalive", "nokeepalive"):
         if base and b:
             brps, bcpu = med([r[0] for r in b]), med([r[2] for r in b])
             line += f"{rps / brps:>20.2f}{(cpu / bcpu if bcpu else 0):>18.2f}"
+            # The machine's load drifts between rounds; the servers of one
+            # round ran back to back, so their ratio is the steadier figure.
+            paired = [v / by_round[(base, mode, r)] for (n, m, r), v in by_round.items()
+                      if n == name and m == mode and by_round.get((base, mode, r))]
+            if paired:
+                line += f"{med(paired):>14.2f} ({min(paired):.2f}-{max(paired):.2f})"
         print(line)
 EOF
 }
