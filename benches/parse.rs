@@ -1,12 +1,10 @@
 //! The request-head parser, through the hidden `httpool::fuzz::parse` entry
 //! point.
 //!
-//! Caveat: `fuzz::parse` builds a `Config::default()` per call, which calls
-//! `httpool::default_workers()` → `std::thread::available_parallelism()`
-//! (cgroup/proc file reads on Linux, tens of µs), plus a fresh spans `Vec`.
-//! That fixed cost dwarfs the parse itself, so `parse/default_workers`
-//! measures it alone as a baseline to subtract; the marginal cost per
-//! request of parsing is better read from `roundtrip`'s pipelined benches.
+//! The limits are built once (`Config::default` asks the OS for the core
+//! count); each call parses into a fresh spans `Vec`, which the connection
+//! loop reuses, so the marginal cost per request in the loop is better read
+//! from `roundtrip`'s pipelined benches.
 //!
 //! ```sh
 //! cargo bench --bench parse -- --warm-up-time 1 --measurement-time 3
@@ -41,8 +39,6 @@ fn parse(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(head.len() as u64));
         g.bench_function(name, |b| b.iter(|| httpool::fuzz::parse(black_box(head))));
     }
-    g.throughput(Throughput::Elements(1));
-    g.bench_function("default_workers_baseline", |b| b.iter(httpool::default_workers));
     g.finish();
 }
 

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::conn::{ConnState, Ctx, Next, Scratch, serve};
+use crate::date::{DateCache, format_imf_fixdate};
 use crate::io::Script;
 use crate::parse::parse_head;
 use crate::request::Request;
-use crate::response::Response;
+use crate::request::Version;
+use crate::response::{Payload, Response, encode_head, plan};
 use crate::stats::Counters;
 
 /// Parses `data` as a request head with the default limits.
@@ -54,4 +56,46 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
         }
     }
     io.written
+}
+
+/// Appends `resp` as the answer to a keep-alive HTTP/1.1 `GET` — status
+/// line, headers and an in-memory body — as the connection loop encodes it.
+/// `Err` when the response is invalid (the loop would answer `500`).
+pub fn encode(resp: &Response, date: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+    let framing = plan(resp, Version::Http11, false)?;
+    encode_head(resp, framing, true, Version::Http11, date, out);
+    match &resp.body {
+        Payload::Static(body) => out.extend_from_slice(body),
+        Payload::Owned(body) => out.extend_from_slice(body),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The per-worker `Date` cache.
+#[derive(Debug)]
+pub struct Date(DateCache);
+
+impl Date {
+    /// A cache holding the current second.
+    pub fn new() -> Date {
+        Date(DateCache::new())
+    }
+
+    /// The current time as IMF-fixdate, formatted again only when the
+    /// second changed.
+    pub fn now(&mut self) -> &[u8] {
+        self.0.now()
+    }
+}
+
+impl Default for Date {
+    fn default() -> Date {
+        Date::new()
+    }
+}
+
+/// Formats `secs` since the epoch as IMF-fixdate: what a cache miss costs.
+pub fn format_date(secs: u64) -> [u8; 29] {
+    format_imf_fixdate(secs)
 }
