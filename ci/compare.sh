@@ -8,11 +8,12 @@
 #   bash ci/compare.sh                        # unpinned, wrk -t2 -c64
 #   PIN=1 ROUNDS=3 DURATION=5 bash ci/compare.sh   # server CPU 0, wrk -t1 CPU 1
 #   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
+#   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
 #
 # Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2),
 # ehttpd, may_minihttp, hyper, actix (benches/peers, its own workspace and
 # target dir). A peer that does not build is reported and skipped.
-# Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, WARMUP), plus
+# Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, MODES, WARMUP), plus
 # SERVERS and BASE_PORT (19001). Only 127.0.0.1 is used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +64,7 @@ done
 
 RESULTS=$(mktemp /tmp/compare-results.XXXXXX)
 trap 'stop_all' EXIT
-echo "servers: ${built[*]}; ROUNDS=$ROUNDS DURATION=${DURATION}s PIN=$PIN" >&2
+echo "servers: ${built[*]}; MODES=$MODES ROUNDS=$ROUNDS DURATION=${DURATION}s PIN=$PIN" >&2
 show_load
 for ((round = 1; round <= ROUNDS; round++)); do
     for s in "${built[@]}"; do

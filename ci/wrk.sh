@@ -9,8 +9,9 @@
 #   PIN=1 bash ci/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1
 #
 # Environment: ROUNDS (3), DURATION (10, seconds), CONNECTIONS (64), PIN (0),
-# WARMUP (1, seconds of unrecorded load after each server start), PORT
-# (19001), CARGO_TARGET_DIR (target). Only 127.0.0.1 is used.
+# MODES ("keepalive nokeepalive"), WARMUP (1, seconds of unrecorded load
+# after each server start), PORT (19001), CARGO_TARGET_DIR (target). Only
+# 127.0.0.1 is used.
 #
 # ci/compare.sh sources this file for its functions (BENCH_LIB=1).
 set -euo pipefail
@@ -19,6 +20,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 PIN=${PIN:-0}
+MODES=${MODES:-keepalive nokeepalive}
 WARMUP=${WARMUP:-1}
 CLK_TCK=$(getconf CLK_TCK)
 SERVER_PIDS=()
@@ -142,7 +144,7 @@ measure() {
 }
 
 # bench_server NAME PORT ROUND CMD...: starts the server, warms it up, runs
-# keep-alive then no-keep-alive, stops it.
+# each of MODES (keep-alive, no-keep-alive), stops it.
 bench_server() {
     local name=$1 port=$2 round=$3
     shift 3
@@ -155,9 +157,18 @@ bench_server() {
     if ((WARMUP > 0)); then
         run_wrk "$base/testolope" "$WARMUP" >/dev/null
     fi
-    measure "$name" keepalive "$base/testolope" "$pid" "$round"
-    sleep 1
-    measure "$name" nokeepalive "$base/testolope-nokeepalive" "$pid" "$round"
+    local mode
+    for mode in $MODES; do
+        case $mode in
+        keepalive) measure "$name" keepalive "$base/testolope" "$pid" "$round" ;;
+        nokeepalive) measure "$name" nokeepalive "$base/testolope-nokeepalive" "$pid" "$round" ;;
+        *)
+            echo "unknown mode $mode (keepalive, nokeepalive)" >&2
+            exit 1
+            ;;
+        esac
+        sleep 1
+    done
     stop_server "$pid"
     sleep 1
 }
@@ -182,6 +193,8 @@ wrk = "wrk -t1 on CPU 1, server on CPU 0" if pin == "1" else "wrk -t2, unpinned"
 print(f"\n{wrk}; -c{conns}; {rounds} rounds x {duration}s; medians"
       " (errors: socket errors + non-2xx, summed over rounds)")
 for mode in ("keepalive", "nokeepalive"):
+    if not any(m == mode for _, m in data):
+        continue
     print(f"\n{mode}:")
     head = f"{'server':<14}{'req/s':>10}{'p99 µs':>10}{'CPU µs/req':>12}{'sys %':>7}{'errors':>8}"
     if base:
@@ -222,7 +235,7 @@ main() {
     for ((round = 1; round <= ROUNDS; round++)); do
         bench_server httpool "$port" "$round" "$target/release/examples/testolope" "127.0.0.1:$port"
     done
-    summarize
+    summarize ""
     show_load
     echo "raw results: $RESULTS" >&2
 }
