@@ -11,7 +11,7 @@ use crate::io::Script;
 use crate::parse::parse_head;
 use crate::request::Request;
 use crate::request::Version;
-use crate::response::{Payload, Response, encode_head, plan};
+use crate::response::{Response, encode_in_memory, plan};
 use crate::stats::Counters;
 
 /// Parses `data` as a request head with the default limits.
@@ -63,12 +63,7 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
 /// `Err` when the response is invalid (the loop would answer `500`).
 pub fn encode(resp: &Response, date: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
     let framing = plan(resp, Version::Http11, false)?;
-    encode_head(resp, framing, true, Version::Http11, date, out);
-    match &resp.body {
-        Payload::Static(body) => out.extend_from_slice(body),
-        Payload::Owned(body) => out.extend_from_slice(body),
-        _ => {}
-    }
+    encode_in_memory(resp, framing, true, date, out);
     Ok(())
 }
 

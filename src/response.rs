@@ -374,9 +374,20 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<F
 /// any extra headers): head, `Connection: close` and its short body.
 pub(crate) fn encode_closing(resp: &Response, date: &[u8], out: &mut Vec<u8>) {
     let framing = plan(resp, Version::Http11, false).unwrap_or(Framing::None { announce: None });
-    encode_head(resp, framing, false, Version::Http11, date, out);
-    if let (Payload::Static(body), Framing::Length(_)) = (&resp.body, framing) {
-        out.extend_from_slice(body);
+    encode_in_memory(resp, framing, false, date, out);
+}
+
+/// Appends the head of `resp` as the answer to an HTTP/1.1 request and, when
+/// `framing` sends one, its body if that is in memory (a reader, stream or
+/// file body is the caller's to send).
+pub(crate) fn encode_in_memory(resp: &Response, framing: Framing, keep_alive: bool, date: &[u8], out: &mut Vec<u8>) {
+    encode_head(resp, framing, keep_alive, Version::Http11, date, out);
+    if let Framing::Length(_) = framing {
+        match &resp.body {
+            Payload::Static(body) => out.extend_from_slice(body),
+            Payload::Owned(body) => out.extend_from_slice(body),
+            _ => {}
+        }
     }
 }
 
