@@ -208,14 +208,16 @@ impl Lot {
 
     /// Takes the connection parked in slot `i`, if any; the slot stays busy.
     fn unpark(&mut self, i: usize) -> Option<Conn> {
-        if !matches!(self.slots[i], Slot::Parked(_)) {
-            return None;
+        match std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) {
+            Slot::Parked(conn) => {
+                self.parked -= 1;
+                Some(conn)
+            }
+            other => {
+                self.slots[i] = other;
+                None
+            }
         }
-        let Slot::Parked(conn) = std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) else {
-            return None;
-        };
-        self.parked -= 1;
-        Some(conn)
     }
 
     pub(crate) fn has_ready(&self, seat: usize) -> bool {
@@ -420,9 +422,9 @@ impl Shared {
         self.accept_waiting.load(Ordering::Relaxed) && self.accept_waiting.swap(false, Ordering::AcqRel)
     }
 
-    /// Accepts until the listener is empty or the server saturated. New
-    /// connections park at their seat (see [`Shared::admit`]); one whose
-    /// bytes arrived while it was being registered joins `seat`'s ready list.
+    /// Accepts until the listener is empty or the server saturated; each new
+    /// connection is admitted as [`Shared::admit`] says, `seat` being the
+    /// one whose ready list takes it when it has bytes to read.
     pub(crate) fn accept(&self, seat: usize) {
         // One thread accepts at a time. Another that finds the listener
         // ready leaves a note; the accepting one looks again before it goes.
