@@ -8,11 +8,11 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, closed, connect, echo, get, read_reply, send};
+use common::{PATIENCE, blocking_server, closed, connect, echo, get, read_reply, send};
 use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
 
 /// Spins (yielding) until `cond` holds on the server's stats; fails after
@@ -25,25 +25,9 @@ fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
     }
 }
 
-/// A one-worker server whose `/block` handler waits for a release.
-fn blocking_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (entered_tx, entered_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(1)
-        .queue_depth(1)
-        .overload(overload)
-        .spawn(move |req: &mut Request| {
-            if req.path() == "/block" {
-                entered_tx.lock().unwrap().send(()).unwrap();
-                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
-            }
-            Response::text("ok")
-        })
-        .unwrap();
-    (server, entered_rx, release_tx)
+/// A one-worker, depth-one server whose `/block` handler waits for a release.
+fn one_worker_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    blocking_server(|s| s.workers(1).queue_depth(1).overload(overload))
 }
 
 /// Saturates a one-worker, depth-one server: A in the handler, B queued.
@@ -60,7 +44,7 @@ fn saturate(server: &ServerHandle, entered: &mpsc::Receiver<()>) -> Vec<BufReade
 
 #[test]
 fn saturated_server_with_wait_policy_keeps_new_clients_until_there_is_room() {
-    let (server, entered, release) = blocking_server(Overload::Wait);
+    let (server, entered, release) = one_worker_server(Overload::Wait);
     let mut clients = saturate(&server, &entered);
     let mut c = connect(server.local_addr());
     send(&mut c, &get("/c"));
@@ -78,7 +62,7 @@ fn saturated_server_with_wait_policy_keeps_new_clients_until_there_is_room() {
 #[test]
 fn saturated_server_with_reject_policy_answers_503() {
     let retry_after = Duration::from_secs(7);
-    let (server, entered, release) = blocking_server(Overload::Reject { retry_after });
+    let (server, entered, release) = one_worker_server(Overload::Reject { retry_after });
     let mut clients = saturate(&server, &entered);
     let mut c = connect(server.local_addr());
     send(&mut c, &get("/c"));

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{PATIENCE, closed, connect, echo, get, read_reply, send};
+use common::{PATIENCE, blocking_server, closed, connect, echo, get, read_reply, send};
 use httpool::{Request, Response, Server, ServerHandle};
 
 #[allow(dead_code)] // `main` is the example's, not ours.
@@ -190,18 +190,8 @@ fn http10_closes_unless_kept_alive() {
 
 #[test]
 fn a_blocking_handler_holds_only_its_own_worker() {
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let release_rx = std::sync::Mutex::new(release_rx);
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(2)
-        .spawn(move |req: &mut Request| {
-            if req.path() == "/block" {
-                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
-            }
-            Response::text("done")
-        })
-        .unwrap();
+    // `_entered` stays alive: the handler's send must find a receiver.
+    let (server, _entered, release_tx) = blocking_server(|s| s.workers(2));
     let mut blocked = connect(server.local_addr());
     send(&mut blocked, &get("/block"));
     let mut other = connect(server.local_addr());
@@ -217,20 +207,7 @@ fn a_blocking_handler_holds_only_its_own_worker() {
 /// (the blocked worker's seat goes to another worker, or its ready
 /// connections are taken by a worker at another seat).
 fn others_are_served_while_a_handler_blocks(workers: usize) {
-    let (entered_tx, entered_rx) = mpsc::channel::<()>();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (entered_tx, release_rx) = (std::sync::Mutex::new(entered_tx), std::sync::Mutex::new(release_rx));
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .workers(workers)
-        .spawn(move |req: &mut Request| {
-            if req.path() == "/block" {
-                entered_tx.lock().unwrap().send(()).unwrap();
-                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
-            }
-            Response::text("done")
-        })
-        .unwrap();
+    let (server, entered_rx, release_tx) = blocking_server(|s| s.workers(workers));
     let addr = server.local_addr();
     let mut kept: Vec<_> = (0..8).map(|_| connect(addr)).collect();
     for conn in &mut kept {

@@ -3,7 +3,10 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
+
+use httpool::{Request, Response, Server, ServerHandle};
 
 /// Safety net only: a test that would hang fails after this instead.
 pub const PATIENCE: Duration = Duration::from_secs(10);
@@ -94,4 +97,26 @@ pub fn echo(req: &mut httpool::Request) -> httpool::Response {
 
 pub fn get(path: &str) -> Vec<u8> {
     format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
+}
+
+/// A server on `127.0.0.1:0`, set up by `configure`, whose handler answers
+/// `done`; for `/block` it first says it entered (on the returned
+/// receiver, which must stay alive while it may) and then waits for a
+/// release on the returned sender, at most [`PATIENCE`].
+pub fn blocking_server(
+    configure: impl FnOnce(Server) -> Server,
+) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+    let server = configure(Server::bind("127.0.0.1:0").unwrap())
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    (server, entered_rx, release_tx)
 }
