@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Counts, per keep-alive request, the system calls and context switches of a
+# server and of the wrk loading it (unpinned, wrk -t2 -c64), with perf's
+# syscall tracepoints: what the kernel is asked to do for one request.
+#
+#   bash ci/syscalls.sh NAME CMD...      # CMD is started with 127.0.0.1:PORT appended
+#   bash ci/syscalls.sh httpool target/release/examples/testolope
+#   bash ci/syscalls.sh may benches/peers/target/release/peer-may-minihttp
+#
+# Prints for the server and for wrk: req/s (slowed by the tracing), and per
+# request epoll waits, reads (read + recvfrom), writes (write + sendto),
+# epoll_ctl, futex, context switches and CPU µs. Environment: DURATION (5),
+# URLPATH (/testolope), PORT (19650). Needs perf (installed when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_LIB=1 source ci/wrk.sh
+need_wrk
+
+if (($# < 2)); then
+    echo "usage: $0 NAME CMD..." >&2
+    exit 2
+fi
+name=$1
+shift
+if ! command -v perf >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf
+fi
+duration=${DURATION:-5}
+port=${PORT:-19650}
+url=http://127.0.0.1:$port${URLPATH:-/testolope}
+out=$(mktemp -d)
+trap 'stop_all; rm -rf "$out"' EXIT
+
+PIN=0 start_server "$name" "$port" "$@" "127.0.0.1:$port"
+server=$SERVER_PID
+wrk -t2 -c64 -d1s "$url" >/dev/null
+
+events=context-switches,task-clock
+for call in epoll_wait epoll_pwait read recvfrom write sendto epoll_ctl futex; do
+    events+=,syscalls:sys_enter_$call
+done
+perf stat -x, -e "$events" -p "$server" -o "$out/server" &
+stat=$!
+perf stat -x, -e "$events" -o "$out/wrk" wrk -t2 -c64 -d"${duration}s" "$url" >"$out/load"
+kill -INT "$stat"
+wait "$stat" || true
+requests=$(awk '/ requests in /{print $1}' "$out/load")
+
+for who in server wrk; do
+    awk -F, -v r="$requests" -v d="$duration" -v n="$name" -v w="$who" '
+        /sys_enter_/ {
+            k = $3; sub(/.*sys_enter_/, "", k)
+            if (k == "epoll_pwait") k = "epoll_wait"
+            if (k == "recvfrom") k = "read"
+            if (k == "sendto") k = "write"
+            s[k] += $1
+        }
+        /context-switches/ { c = $1 }
+        /task-clock/ { t = $1 }
+        END {
+            printf "%-12s %-6s req/s %7d  per request: epoll_wait %.3f read %.2f write %.2f epoll_ctl %.2f futex %.3f switches %.3f CPU %.2f µs\n",
+                n, w, r / d, s["epoll_wait"] / r, s["read"] / r, s["write"] / r, s["epoll_ctl"] / r, s["futex"] / r, c / r, t * 1000 / r
+        }' "$out/$who"
+done
