@@ -93,11 +93,23 @@ fn file_too_short() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response length")
 }
 
-/// Reads at least one byte (or end of stream), waiting up to `timeout` for it.
+/// Reads at least one byte (or end of stream), waiting up to `timeout` for it
+/// in all: a TLS record sent in pieces makes the socket readable again and
+/// again without a byte to read, and each of those wakes counts against the
+/// same deadline.
 pub(crate) fn read_wait(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
+    // Set at the first wait; `None` inside when `timeout` is unbounded.
+    let mut deadline = None;
     loop {
         match io.read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Readable, timeout)?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now().checked_add(timeout));
+                let left = deadline.map_or(timeout, |at| at.saturating_duration_since(Instant::now()));
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                io.wait(Ready::Readable, left)?;
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             other => return other,
         }
@@ -293,5 +305,51 @@ impl Transport for Script {
             return Ok(());
         }
         Err(io::ErrorKind::TimedOut.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Always reported ready, never a byte to read: a TLS stream while a
+    /// record arrives a byte at a time.
+    struct ReadyButEmpty {
+        waits: usize,
+    }
+
+    impl Read for ReadyButEmpty {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+    }
+
+    impl Write for ReadyButEmpty {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Transport for ReadyButEmpty {
+        fn wait(&mut self, _: Ready, _: Duration) -> io::Result<()> {
+            self.waits += 1;
+            Ok(())
+        }
+
+        fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
+            copy_file(self, file, len, timeout)
+        }
+    }
+
+    #[test]
+    fn read_wait_gives_up_at_one_deadline_however_often_readiness_brings_nothing() {
+        let mut io = ReadyButEmpty { waits: 0 };
+        let err = read_wait(&mut io, &mut [0; 16], Duration::from_millis(20)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(io.waits > 1, "woke {} times", io.waits);
     }
 }
