@@ -73,6 +73,12 @@ impl ConnState {
         self.start < self.end
     }
 
+    /// True when the request in the buffer, whole or not, is a HEAD
+    /// request: an error answer to it carries no body.
+    pub(crate) fn holds_head_request(&self) -> bool {
+        trim_empty_lines(self.unparsed()).starts_with(b"HEAD ")
+    }
+
     pub(crate) fn head_started(&self) -> Option<Instant> {
         self.head_started
     }
@@ -99,6 +105,9 @@ impl ConnState {
 
     /// Returns the read buffer to `pool`, keeping only unparsed bytes.
     fn detach(&mut self, pool: &mut Vec<Vec<u8>>, now: impl FnOnce() -> Instant) {
+        // Empty lines before a request line are ignored (RFC 9112 §2.2);
+        // kept, they would count as a head begun and earn a 408.
+        self.start = self.end - trim_empty_lines(self.unparsed()).len();
         let keep = self.unparsed().to_vec();
         if !keep.is_empty() && self.head_started.is_none() {
             self.head_started = Some(now());
@@ -125,6 +134,14 @@ impl ConnState {
         (self.start, self.end) = if to == end { (0, 0) } else { (to, end) };
         self.head_started = None;
     }
+}
+
+/// `bytes` after the empty lines a client may send before a request line.
+fn trim_empty_lines(mut bytes: &[u8]) -> &[u8] {
+    while let Some(rest) = bytes.strip_prefix(b"\r\n") {
+        bytes = rest;
+    }
+    bytes
 }
 
 /// What the worker does with the connection after [`serve`].
@@ -259,7 +276,9 @@ fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
         conn.requests += 1;
         cx.counters.requests(1);
         let date = *cx.scratch.date.now();
-        encode_closing(&Response::error(code), &date, &mut cx.scratch.out);
+        // The answer to a HEAD request has no body, even when the request
+        // is refused before its head is whole.
+        encode_closing(&Response::error(code), conn.holds_head_request(), &date, &mut cx.scratch.out);
     }
     let _ = flush(io, cx);
     conn.detach(&mut cx.scratch.buffers, Instant::now);
@@ -303,6 +322,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     );
     let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, body);
     let is_head = req.method() == "HEAD";
+    let is_connect = req.method() == "CONNECT";
     let resp = call(cx.handler, &mut req, cx.peer, cx.counters);
     let mut body = req.into_body();
     let drained = body.is_complete() || body.drain(cx.config.max_drain_bytes);
@@ -323,9 +343,17 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         None => resp,
     };
     let body_done = drained && !end.continue_withheld;
-    let (mut resp, framing) = checked(resp, &head, is_head, cx.peer);
+    let (mut resp, mut framing) = checked(resp, &head, is_head, cx.peer);
+    // A 2xx to CONNECT makes the connection a tunnel (RFC 9112 §6.3), which
+    // this server does not run: the answer goes out with no framing header
+    // and no body (RFC 9110 §9.3.6), and the connection closes rather than
+    // read tunnelled bytes as requests.
+    let tunnel = is_connect && (200..300).contains(&resp.status);
+    if tunnel {
+        framing = Framing::None { announce: None };
+    }
     let stopping = cx.stopping.load(Ordering::Relaxed);
-    let keep_alive = keep_alive(&head, &resp, framing, body_done, stopping);
+    let keep_alive = keep_alive(&head, &resp, framing, body_done, stopping) && !tunnel;
     let date = *date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, out);
     if let Some(on_upgrade) = resp.upgrade.take() {

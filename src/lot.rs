@@ -552,7 +552,7 @@ impl Shared {
         let mut resp = Response::error(503);
         resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
         let mut out = Vec::with_capacity(192);
-        encode_closing(&resp, date.get_or_insert_with(DateCache::new).now(), &mut out);
+        encode_closing(&resp, false, date.get_or_insert_with(DateCache::new).now(), &mut out);
         let _ = stream.write(&out);
         stream.shutdown_write();
         debug!("{peer}: saturated; answered 503");

@@ -202,7 +202,7 @@ impl Monitor {
     /// Best-effort `408` on a slow head: one non-blocking write, then close.
     fn answer_timeout(&mut self, conn: &mut Conn) {
         let mut out = Vec::with_capacity(160);
-        encode_closing(&Response::error(408), self.date.now(), &mut out);
+        encode_closing(&Response::error(408), conn.state.holds_head_request(), self.date.now(), &mut out);
         let _ = conn.stream.write(&out);
     }
 

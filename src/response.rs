@@ -347,6 +347,11 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<F
     if (resp.status == 101) != resp.upgrade.is_some() {
         return Err("101 needs Response::upgrade, and an upgrade needs 101");
     }
+    if resp.status < 200 && resp.status != 101 {
+        // An interim answer is not an answer: the client would take the
+        // next final response for this request's.
+        return Err("a 1xx status other than 101 is not a final response");
+    }
     let known = match &resp.body {
         Payload::Static(b) => Some(b.len() as u64),
         Payload::Owned(b) => Some(b.len() as u64),
@@ -371,9 +376,10 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<F
 }
 
 /// Appends a whole answer the crate makes itself ([`Response::error`], with
-/// any extra headers): head, `Connection: close` and its short body.
-pub(crate) fn encode_closing(resp: &Response, date: &[u8], out: &mut Vec<u8>) {
-    let framing = plan(resp, Version::Http11, false).unwrap_or(Framing::None { announce: None });
+/// any extra headers): head, `Connection: close` and its short body (none
+/// for a HEAD request).
+pub(crate) fn encode_closing(resp: &Response, is_head: bool, date: &[u8], out: &mut Vec<u8>) {
+    let framing = plan(resp, Version::Http11, is_head).unwrap_or(Framing::None { announce: None });
     encode_in_memory(resp, framing, false, date, out);
 }
 

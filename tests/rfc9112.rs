@@ -34,6 +34,7 @@ const PROBE_BODY: &[u8] = b"GET /noread?probe";
 ///   to 1.0).
 /// - `/204`, `/304`: that status, with a body the server must not send.
 /// - `/inject`: a response header carrying CRLF; the server must answer 500.
+/// - `/103`: an interim status as the handler's answer; the server must answer 500.
 /// - anything else: reads the body (up to 1 MiB) and echoes it.
 fn handler(req: &mut Request<'_>) -> Response {
     match req.path() {
@@ -42,6 +43,7 @@ fn handler(req: &mut Request<'_>) -> Response {
         "/204" => Response::status(204).with_body("abc"),
         "/304" => Response::status(304).with_body("abc"),
         "/inject" => Response::text("x").with_header("X-Evil", "a\r\nSet-Cookie: injected=1"),
+        "/103" => Response::status(103),
         _ => match req.read_body(1 << 20) {
             Ok(body) => Response::bytes(body),
             Err(_) => Response::status(400),
@@ -896,6 +898,80 @@ fn head_response_has_content_length_but_no_body() {
     assert_eq!(head.header("content-length"), Some("12"), "{head:#?}"); // "HEAD /noread"
     let next = client.reply(false).unwrap().unwrap();
     assert_eq!(next.body, b"GET /noread?next", "HEAD leaked a body: {next:#?}");
+    client.expect_close().unwrap();
+    server.shutdown();
+}
+
+/// RFC 9110 §9.3.2: a HEAD request refused by the server gets no content
+/// either, whether its head was whole (417, 413) or not (431).
+#[test]
+fn error_answers_to_head_requests_have_no_body() {
+    let requests: [&[u8]; 3] = [
+        b"HEAD / HTTP/1.1\r\nHost: a\r\nExpect: bogus\r\n\r\n",
+        b"HEAD / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999\r\n\r\n",
+        b"\r\nHEAD / HTTP/1.1\r\nHost: a\r\nX-Long: ",
+    ];
+    let server = start_with(|s| s.max_head_bytes(1024));
+    for (request, status) in requests.into_iter().zip([417, 413, 431]) {
+        let mut client = Client::connect(server.local_addr());
+        client.send(request);
+        if status == 431 {
+            client.send(&[b'a'; 2048]);
+        }
+        let reply = client.reply(true).unwrap().expect("a response");
+        assert_eq!(reply.status, status, "{reply:#?}");
+        assert!(reply.header("content-length").is_some(), "{reply:#?}");
+        assert!(reply.says_close(), "{reply:#?}");
+        client.expect_close().unwrap_or_else(|e| panic!("{}: {e}", show(request)));
+    }
+    server.shutdown();
+}
+
+/// RFC 9110 §15.2: a 1xx is interim. A handler that answers with one (other
+/// than 101 for an upgrade) would leave the request without a final
+/// response, and the client would take the next one for it: 500 instead.
+#[test]
+fn handler_answering_with_an_interim_status_gets_500() {
+    let server = start();
+    let outcome = exchange(
+        server.local_addr(),
+        b"GET /103 HTTP/1.1\r\nHost: a\r\n\r\nGET /noread HTTP/1.1\r\nHost: a\r\n\r\n",
+        &[500],
+        After::Close,
+    );
+    server.shutdown();
+    outcome.unwrap();
+}
+
+/// RFC 9110 §9.3.6: a 2xx to CONNECT carries no Content-Length or
+/// Transfer-Encoding, and the connection becomes a tunnel after it (RFC 9112
+/// §6.3), which this server does not run: it closes instead of reading what
+/// follows as requests.
+#[test]
+fn success_answer_to_connect_has_no_framing_and_closes() {
+    let server = start();
+    let mut client = Client::connect(server.local_addr());
+    client.send(b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\nGET /noread HTTP/1.1\r\nHost: a\r\n\r\n");
+    let reply = client.reply(false).unwrap().expect("a response");
+    server.shutdown();
+    assert_eq!(reply.status, 200, "{reply:#?}");
+    assert_eq!(reply.header("content-length"), None, "{reply:#?}");
+    assert_eq!(reply.header("transfer-encoding"), None, "{reply:#?}");
+    assert!(reply.says_close(), "{reply:#?}");
+    assert_eq!(reply.body, b"", "{reply:#?}");
+}
+
+/// RFC 9112 §2.2: an empty line after a request is ignored. It must not
+/// count as the start of a next head: the connection is then idle, and
+/// closes at the idle deadline without an unrequested 408.
+#[test]
+fn empty_line_after_a_request_leaves_the_connection_idle() {
+    let server = start_with(|s| s.idle_timeout(Duration::from_millis(300)).head_timeout(Duration::from_secs(30)));
+    let mut client = Client::connect(server.local_addr());
+    client.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi\r\n");
+    let reply = client.reply(false).unwrap().unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, b"hi".as_slice()));
+    // PATIENCE (5 s) is far below the 30 s head deadline.
     client.expect_close().unwrap();
     server.shutdown();
 }
