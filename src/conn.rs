@@ -17,7 +17,9 @@ use crate::date::DateCache;
 use crate::handler::Handler;
 use crate::io::{Transport, write_all_wait};
 use crate::net::Peer;
-use crate::parse::{BodyKind, ConnectionOption, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head};
+use crate::parse::{
+    BodyKind, ConnectionOption, Downgrade, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head,
+};
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_closing, encode_head, plan};
 use crate::stats::Counters;
@@ -196,12 +198,12 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     continue;
                 }
                 Ok(None) => {}
-                Err(ParseError::Version) if downgrade_minor_version(conn.unparsed_mut()) => continue,
-                Err(e) => {
-                    debug!("{}: refusing request: {e:?}", cx.peer);
-                    cx.counters.parse_error();
-                    return finish(conn, io, cx, Some(e.status()));
-                }
+                Err(ParseError::Version) => match downgrade_minor_version(conn.unparsed_mut()) {
+                    Downgrade::Rewritten => continue,
+                    Downgrade::Unfinished => {}
+                    Downgrade::Refused => return refuse(conn, io, cx, ParseError::Version),
+                },
+                Err(e) => return refuse(conn, io, cx, e),
             }
         }
         match fill(conn, io, cx) {
@@ -268,6 +270,13 @@ fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
     }
     conn.detach(&mut cx.scratch.buffers, Instant::now);
     Next::Park
+}
+
+/// Answers a request the parser refused, and closes.
+fn refuse<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, e: ParseError) -> Next {
+    debug!("{}: refusing request: {e:?}", cx.peer);
+    cx.counters.parse_error();
+    finish(conn, io, cx, Some(e.status()))
 }
 
 /// Ends the connection: optionally answers `status` first, flushes, closes.

@@ -270,19 +270,42 @@ fn has_bare_lf(head: &[u8]) -> bool {
     head.iter().enumerate().any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'))
 }
 
+/// What [`downgrade_minor_version`] made of a request line httparse refused
+/// for its version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Downgrade {
+    /// `HTTP/1.2`..`HTTP/1.9` rewritten to `HTTP/1.1`: parse again.
+    Rewritten,
+    /// The line is not finished and may still end in such a version: read on.
+    Unfinished,
+    /// Not a version we serve.
+    Refused,
+}
+
 /// RFC 9110 §2.5: a message with a higher minor version of HTTP/1 is
 /// processed as the highest minor version we implement. httparse refuses
-/// `HTTP/1.2`..`HTTP/1.9`, so such a request line is rewritten in place to
-/// `HTTP/1.1` (true) before parsing again.
-pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> bool {
-    let Some(line_end) = buf.iter().position(|&b| b == b'\n') else { return false };
-    let line = &mut buf[..line_end];
-    match line {
+/// `HTTP/1.2`..`HTTP/1.9`, so such a request line (after any empty lines,
+/// RFC 9112 §2.2) is rewritten in place to `HTTP/1.1` before parsing again.
+pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
+    let mut start = 0;
+    while buf[start..].starts_with(b"\r\n") {
+        start += 2;
+    }
+    let buf = &mut buf[start..];
+    let Some(line_end) = buf.iter().position(|&b| b == b'\n') else {
+        // httparse refuses `HTTP/1.2` as soon as the minor digit is in.
+        return match buf {
+            [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9']
+            | [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9', b'\r'] => Downgrade::Unfinished,
+            _ => Downgrade::Refused,
+        };
+    };
+    match &mut buf[..line_end] {
         [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9', b'\r'] => {
             *minor = b'1';
-            true
+            Downgrade::Rewritten
         }
-        _ => false,
+        _ => Downgrade::Refused,
     }
 }
 

@@ -105,6 +105,16 @@ fn a_head_trickled_one_byte_at_a_time_is_served() {
 }
 
 #[test]
+fn a_higher_minor_version_is_served_as_http11_at_every_cut_of_its_request_line() {
+    let req = b"\r\nGET / HTTP/1.2\r\nHost: a\r\n\r\n";
+    for cut in 1..req.len() {
+        let r = run(&hello, &[&req[..cut], &req[cut..]]);
+        assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "cut at {cut}: {}", r.wire);
+        assert_eq!(r.requests, 1, "cut at {cut}");
+    }
+}
+
+#[test]
 fn head_gets_length_but_no_body() {
     let r = run(&hello, &[b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n");

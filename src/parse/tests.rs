@@ -184,10 +184,20 @@ fn decimal_parsing_is_digits_only() {
 fn higher_minor_versions_are_read_as_http11() {
     let mut head = b"GET / HTTP/1.2\r\nHost: a\r\n\r\n".to_vec();
     assert_eq!(parse(&head), Err(ParseError::Version));
-    assert!(downgrade_minor_version(&mut head));
+    assert_eq!(downgrade_minor_version(&mut head), Downgrade::Rewritten);
     assert_eq!(parse(&head).unwrap().unwrap().version, Version::Http11);
-    for other in [&b"GET / HTTP/2.0\r\n"[..], b"GET / HTTP/1.1\r\n", b"GET / HTTP/1.2 \r\n", b"GET / HTTP/1.2"] {
-        assert!(!downgrade_minor_version(&mut other.to_vec()), "{other:?}");
+    let mut after_empty_lines = b"\r\n\r\nGET / HTTP/1.9\r\nHost: a\r\n\r\n".to_vec();
+    assert_eq!(downgrade_minor_version(&mut after_empty_lines), Downgrade::Rewritten);
+    assert_eq!(parse(&after_empty_lines).unwrap().unwrap().version, Version::Http11);
+    // httparse refuses the version as soon as its minor digit is in.
+    for unfinished in [&b"GET / HTTP/1.2"[..], b"GET / HTTP/1.5\r", b"\r\nGET / HTTP/1.2"] {
+        assert_eq!(parse(unfinished), Err(ParseError::Version), "{unfinished:?}");
+        assert_eq!(downgrade_minor_version(&mut unfinished.to_vec()), Downgrade::Unfinished, "{unfinished:?}");
+    }
+    for other in
+        [&b"GET / HTTP/2.0\r\n"[..], b"GET / HTTP/1.1\r\n", b"GET / HTTP/1.2 \r\n", b"GET / HTTP/1.2x", b"HTTP/1.0"]
+    {
+        assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Refused, "{other:?}");
     }
 }
 
