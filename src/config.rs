@@ -76,6 +76,8 @@ pub(crate) struct Config {
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
     pub(crate) overload: Overload,
+    /// Workers run under `SCHED_BATCH` (Linux).
+    pub(crate) batch_scheduling: bool,
     pub(crate) limits: Limits,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
@@ -95,6 +97,7 @@ impl Default for Config {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
             overload: Overload::Wait,
+            batch_scheduling: true,
             #[cfg(feature = "tls")]
             tls: None,
             limits: Limits {

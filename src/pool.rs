@@ -40,6 +40,9 @@ pub(crate) fn spawn<H: Handler>(
 /// is ready), serve it until it has nothing more to read, park or close it;
 /// until shutdown.
 fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: Waiter) {
+    if shared.config.batch_scheduling {
+        schedule_as_batch();
+    }
     let mut scratch = Scratch::new(&shared.config);
     while let Some(mut conn) = shared.next(&mut seat) {
         loop {
@@ -86,3 +89,25 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
         }
     }
 }
+
+/// Puts the calling thread under `SCHED_BATCH`
+/// ([`Server::batch_scheduling`](crate::Server::batch_scheduling)).
+///
+/// Neither std nor rustix wraps sched_setscheduler(2), hence `unsafe`; what
+/// it buys is measured in the README (Performance).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn schedule_as_batch() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(2) only reads the one `sched_param` behind
+    // the pointer, which points at `param`, alive on this frame for the
+    // whole call; pid 0 names the calling thread. It writes no memory of
+    // ours.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &raw const param) };
+    if rc != 0 {
+        warn!("running the worker under SCHED_BATCH failed: {}", std::io::Error::last_os_error());
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn schedule_as_batch() {}

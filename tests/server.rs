@@ -367,3 +367,33 @@ fn files_are_sent_whole_or_from_a_position() {
     assert!(server.shutdown());
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Handlers run on workers under `SCHED_BATCH` by default, and under the
+/// normal policy with `batch_scheduling(false)`: the handler reports the
+/// policy of the thread it runs on (field 41 of /proc/thread-self/stat).
+#[cfg(target_os = "linux")]
+#[test]
+fn workers_run_under_sched_batch_unless_turned_off() {
+    fn policy_of_this_thread(_: &mut Request) -> Response {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Fields after the command name (which may hold spaces) start at 3.
+        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+        Response::text(after_name.split_whitespace().nth(41 - 3).unwrap().to_owned())
+    }
+    const SCHED_OTHER: &[u8] = b"0";
+    const SCHED_BATCH: &[u8] = b"3";
+    for (on, expected) in [(None, SCHED_BATCH), (Some(false), SCHED_OTHER), (Some(true), SCHED_BATCH)] {
+        let mut server = Server::bind("127.0.0.1:0").unwrap().workers(2);
+        if let Some(on) = on {
+            server = server.batch_scheduling(on);
+        }
+        let server = server.spawn(policy_of_this_thread).unwrap();
+        let mut conn = connect(server.local_addr());
+        for _ in 0..4 {
+            send(&mut conn, &get("/"));
+            let body = read_reply(&mut conn, false).unwrap().body;
+            assert_eq!(body, expected, "batch_scheduling {on:?}: policy {}", String::from_utf8_lossy(&body));
+        }
+        assert!(server.shutdown());
+    }
+}
