@@ -9,7 +9,7 @@ use std::io;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::body::{Body, BodyError};
 use crate::config::Config;
@@ -41,6 +41,10 @@ pub(crate) struct Scratch {
 /// Read buffers a worker keeps for reuse.
 const POOLED_BUFFERS: usize = 8;
 
+/// How long a connection closing after an error answer goes on reading
+/// (and discarding) what the client still sends: [`close_lingering`].
+const LINGER: Duration = Duration::from_secs(2);
+
 /// Bodies up to this size are copied behind the head, for one write.
 const INLINE_BODY: usize = 32 * 1024;
 
@@ -67,6 +71,9 @@ pub(crate) struct ConnState {
     head_started: Option<Instant>,
     /// Requests answered on this connection.
     pub(crate) requests: u64,
+    /// Closing after an error answer: what the client still sends is read
+    /// and discarded until then (see [`close_lingering`]).
+    linger_until: Option<Instant>,
 }
 
 impl ConnState {
@@ -79,6 +86,12 @@ impl ConnState {
     /// request: an error answer to it carries no body.
     pub(crate) fn holds_head_request(&self) -> bool {
         trim_empty_lines(self.unparsed()).starts_with(b"HEAD ")
+    }
+
+    /// When a connection closing after an error answer stops waiting for
+    /// the client to close its side.
+    pub(crate) fn linger_until(&self) -> Option<Instant> {
+        self.linger_until
     }
 
     pub(crate) fn head_started(&self) -> Option<Instant> {
@@ -173,6 +186,9 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
 /// close`.
 pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     conn.attach(&mut cx.scratch.buffers, cx.config.read_buffer_size());
+    if let Some(until) = conn.linger_until {
+        return linger(conn, io, cx, until);
+    }
     if let Some(started) = conn.head_started {
         if started.elapsed() > cx.config.head_timeout {
             cx.counters.timeout();
@@ -185,8 +201,10 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                 // Read on (or park) until the small body is all here.
                 Ok(Some(head)) if awaits_body(conn, &head) => {}
                 Ok(Some(head)) => {
-                    if !respond(conn, io, cx, head) {
-                        return finish(conn, io, cx, None);
+                    match respond(conn, io, cx, head) {
+                        Then::KeepAlive => {}
+                        Then::Close => return finish(conn, io, cx, None),
+                        Then::Linger => return close_lingering(conn, io, cx),
                     }
                     // Nothing buffered: a client that waits for each answer
                     // has not sent its next request yet, so a read now would
@@ -288,19 +306,68 @@ fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
         // The answer to a HEAD request has no body, even when the request
         // is refused before its head is whole.
         encode_closing(&Response::error(code), conn.holds_head_request(), &date, &mut cx.scratch.out);
+        return close_lingering(conn, io, cx);
     }
     let _ = flush(io, cx);
     conn.detach(&mut cx.scratch.buffers, Instant::now);
     Next::Close
 }
 
-/// Answers one parsed request. Returns whether the connection stays open.
+/// Closes after an answer while the client may still be sending (the rest
+/// of a refused request, a body nobody read): closing with unread input
+/// would reset the connection, and the reset can destroy the answer before
+/// the client reads it. So the answer is flushed, the write side shut (the
+/// client reads to its end), and the connection parks to read and discard
+/// whatever comes until the client closes or [`LINGER`] is over (RFC 9112
+/// §9.6). Its unparsed bytes are dropped: nothing more is served on it.
+fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    // At shutdown, parked connections are closed anyway.
+    if flush(io, cx).is_err() || cx.stopping.load(Ordering::Relaxed) {
+        conn.detach(&mut cx.scratch.buffers, Instant::now);
+        return Next::Close;
+    }
+    io.shutdown_write();
+    conn.consumed(conn.end, conn.end);
+    let until = Instant::now() + LINGER;
+    conn.linger_until = Some(until);
+    linger(conn, io, cx, until)
+}
+
+/// Reads and discards input of a connection closing after an error answer:
+/// parks when there is none, closes at the end of stream or past `until`.
+fn linger<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, until: Instant) -> Next {
+    loop {
+        match io.read(&mut conn.buf) {
+            Ok(0) => break,
+            Ok(_) if Instant::now() >= until => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                conn.detach(&mut cx.scratch.buffers, Instant::now);
+                return Next::Park;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    conn.detach(&mut cx.scratch.buffers, Instant::now);
+    Next::Close
+}
+
+/// What becomes of a connection after an answer.
+enum Then {
+    KeepAlive,
+    Close,
+    /// Close, but the client may still be sending: [`close_lingering`].
+    Linger,
+}
+
+/// Answers one parsed request.
 fn respond<T: Transport, H: Handler + ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
     head: Head,
-) -> bool {
+) -> Then {
     let buffered_body = conn.end - conn.start - head.len;
     let needs_socket = match head.body {
         BodyKind::Empty => false,
@@ -310,7 +377,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     // Earlier pipelined responses go out before a `100 Continue` and before
     // a handler that may wait on the client.
     if needs_socket && flush(io, cx).is_err() {
-        return false;
+        return Then::Close;
     }
     if needs_socket {
         conn.make_body_room();
@@ -347,7 +414,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         }
     }
     let resp = match end.error.map(|e| e.status()) {
-        Some(None) => return false,
+        Some(None) => return Then::Close,
         Some(Some(code)) => Response::error(code),
         None => resp,
     };
@@ -366,13 +433,20 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     let date = *date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, out);
     if let Some(on_upgrade) = resp.upgrade.take() {
-        return upgrade(conn, io, cx, on_upgrade);
+        upgrade(conn, io, cx, on_upgrade);
+        return Then::Close;
     }
-    let written = write_body(io, out, resp.body, framing, cx.config.write_timeout);
-    if let Err(e) = &written {
+    if let Err(e) = write_body(io, out, resp.body, framing, cx.config.write_timeout) {
         debug!("{}: response body failed: {e}", cx.peer);
+        return Then::Close;
     }
-    written.is_ok() && keep_alive
+    match keep_alive {
+        true => Then::KeepAlive,
+        // Part of the body is still to come, or requests were pipelined
+        // behind this one.
+        false if !body_done || conn.has_partial_head() => Then::Linger,
+        false => Then::Close,
+    }
 }
 
 /// The response and its framing, or a `500` in its place when the handler's
@@ -396,14 +470,9 @@ fn checked(resp: Response, head: &Head, is_head: bool, peer: Peer) -> (Response,
 
 /// Sends the `101` and hands the connection, with the bytes already received
 /// after the request, to the handler's closure. The connection closes after.
-fn upgrade<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-    on_upgrade: OnUpgrade,
-) -> bool {
+fn upgrade<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, on_upgrade: OnUpgrade) {
     if flush(io, cx).is_err() {
-        return false;
+        return;
     }
     io.leave_seat();
     let early = &conn.buf[conn.start..conn.end];
@@ -413,7 +482,6 @@ fn upgrade<T: Transport, H: ?Sized>(
         cx.counters.panic();
     }
     conn.consumed(conn.end, conn.end);
-    false
 }
 
 /// Calls the handler; a panic becomes a `500` that closes the connection.

@@ -40,6 +40,10 @@ pub(crate) trait Transport: Read + Write {
     /// the seat's events would only wake a worker for nothing.
     fn leave_seat(&mut self) {}
 
+    /// Ends the stream's sending side (TCP FIN, TLS close_notify); reading
+    /// goes on.
+    fn shutdown_write(&mut self) {}
+
     /// Sends `len` bytes of `file` from its current position, after what
     /// was already written. Plain TCP hands the file to the kernel
     /// (`sendfile` on Linux); other transports copy through a buffer.
@@ -219,6 +223,10 @@ impl Transport for Socket<'_> {
         self.stream.holds_input()
     }
 
+    fn shutdown_write(&mut self) {
+        self.stream.shutdown_write();
+    }
+
     fn leave_seat(&mut self) {
         if let Some(registry) = self.seat.take() {
             let _ = mio::event::Source::deregister(self.stream, registry);
@@ -247,6 +255,8 @@ pub(crate) struct Script {
     /// When set, `wait` succeeds and releases the next chunk (the peer sends
     /// more while the worker waits); otherwise `wait` times out.
     pub(crate) patient: bool,
+    /// The server shut its sending side.
+    pub(crate) shut_write: bool,
 }
 
 impl Script {
@@ -293,6 +303,10 @@ impl Write for Script {
 }
 
 impl Transport for Script {
+    fn shutdown_write(&mut self) {
+        self.shut_write = true;
+    }
+
     fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
         copy_file(self, file, len, timeout)
     }

@@ -547,8 +547,14 @@ impl Shared {
         let Overload::Reject { retry_after } = self.config.overload else {
             return;
         };
+        // At most 16 reads: a client that keeps sending cannot hold the
+        // accepting thread here.
         let mut sink = [0u8; 4096];
-        while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        for _ in 0..16 {
+            if !matches!(stream.read(&mut sink), Ok(n) if n > 0) {
+                break;
+            }
+        }
         let mut resp = Response::error(503);
         resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
         let mut out = Vec::with_capacity(192);
@@ -563,10 +569,11 @@ impl Shared {
     /// when bytes arrived while the worker held it: serve it again.
     pub(crate) fn park(&self, mut conn: Conn) -> Option<Conn> {
         let now = Instant::now();
-        conn.deadline = match conn.state.head_started() {
-            Some(started) => started + self.config.head_timeout,
-            None if conn.state.requests == 0 => now + self.config.head_timeout,
-            None => now + self.config.idle_timeout,
+        conn.deadline = match (conn.state.linger_until(), conn.state.head_started()) {
+            (Some(until), _) => until,
+            (None, Some(started)) => started + self.config.head_timeout,
+            (None, None) if conn.state.requests == 0 => now + self.config.head_timeout,
+            (None, None) => now + self.config.idle_timeout,
         };
         if !conn.registered {
             let seat = &self.seats[conn.seat];

@@ -193,8 +193,11 @@ impl Monitor {
             if conn.state.has_partial_head() {
                 self.answer_timeout(&mut conn);
             }
-            debug!("{}: closing after timeout", conn.peer);
-            self.shared.counters.timeout();
+            // A lingering close that ran its time is no timeout of the client's.
+            if conn.state.linger_until().is_none() {
+                debug!("{}: closing after timeout", conn.peer);
+                self.shared.counters.timeout();
+            }
             self.shared.close(conn);
         }
     }

@@ -976,6 +976,30 @@ fn empty_line_after_a_request_leaves_the_connection_idle() {
     server.shutdown();
 }
 
+/// RFC 9112 §9.6: a server that closes after an answer while the client is
+/// still sending reads on (for a bounded time) until the client closes, so
+/// that a client writing its whole request before it reads, as most HTTP
+/// libraries do, gets the answer rather than a reset. Both cases here close
+/// with the body unread: refused before the handler (413), and answered by
+/// a handler that did not read a body too long to drain (200).
+#[test]
+fn client_sending_its_whole_body_before_reading_gets_the_answer() {
+    let server = start();
+    for (path, len, status) in [("/", 8 << 20, 413), ("/noread", 900_000, 200)] {
+        let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nHost: a\r\nContent-Length: {len}\r\n\r\n");
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&vec![b'x'; len]).unwrap_or_else(|e| panic!("{path}: sending the body failed: {e}"));
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).unwrap_or_else(|e| panic!("{path}: reading the answer failed: {e}"));
+        let expected = format!("HTTP/1.1 {status} ");
+        assert!(answer.starts_with(expected.as_bytes()), "{path}: {}", show(&answer));
+        assert!(find(&answer, b"Connection: close\r\n").is_some(), "{path}: {}", show(&answer));
+    }
+    server.shutdown();
+}
+
 /// RFC 9110 §6.4.1: 204 and 304 have no content; RFC 9110 §8.6: no
 /// Content-Length on a 204 (a 304 may announce the length a 200 would have).
 #[test]

@@ -13,6 +13,9 @@ struct Run {
     /// The outcome of each `serve` call.
     outcomes: Vec<Next>,
     requests: u64,
+    /// The server shut its sending side and reads on to discard what the
+    /// client still sends (a lingering close).
+    lingering: bool,
 }
 
 fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) -> Run {
@@ -36,7 +39,8 @@ fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) 
             break;
         }
     }
-    Run { wire: redact_dates(&io.written), outcomes, requests: conn.requests }
+    let lingering = io.shut_write && conn.linger_until().is_some();
+    Run { wire: redact_dates(&io.written), outcomes, requests: conn.requests, lingering }
 }
 
 fn run(handler: &dyn Handler, chunks: &[&[u8]]) -> Run {
@@ -146,7 +150,9 @@ fn connection_close_from_the_client_closes() {
     let r = run(&hello, &[b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(r.wire.matches("HTTP/1.1 200").count(), 1);
     assert!(r.wire.contains("Connection: close\r\n"));
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
@@ -158,7 +164,9 @@ fn an_unparsable_head_gets_400_and_close_after_earlier_responses() {
             "{HELLO}HTTP/1.1 400 Bad Request\r\nDate: D\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 11\r\nConnection: close\r\n\r\nBad Request"
         )
     );
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
@@ -168,7 +176,19 @@ fn a_panicking_handler_gets_500_and_close() {
     assert!(r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{}", r.wire);
     assert!(r.wire.contains("Connection: close\r\n"));
     assert_eq!(r.wire.matches("HTTP/1.1").count(), 1);
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
+}
+
+#[test]
+fn a_lingering_close_discards_what_follows_and_closes_at_the_end_of_stream() {
+    let chunks: [&[u8]; 3] = [b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n", b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", b"x"];
+    let r = run_with(Config::default(), &hello, &chunks, true);
+    assert!(r.wire.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{}", r.wire);
+    assert_eq!(r.wire.matches("HTTP/1.1").count(), 1, "{}", r.wire);
+    assert_eq!(r.outcomes, [Next::Park, Next::Park, Next::Close]);
+    assert_eq!(r.requests, 1);
 }
 
 #[test]
@@ -193,7 +213,9 @@ fn a_body_too_long_to_drain_closes_the_connection() {
     let r = run_with(config, &hello, &[&req], false);
     assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.wire);
     assert!(r.wire.contains("Connection: close\r\n"));
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
@@ -209,7 +231,9 @@ fn expect_continue_unread_gets_the_response_and_a_close() {
     assert!(!r.wire.contains("100 Continue"), "{}", r.wire);
     assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"));
     assert!(r.wire.contains("Connection: close\r\n"));
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
@@ -223,7 +247,9 @@ fn chunked_request_body_is_decoded() {
 fn malformed_chunked_body_gets_400_and_close() {
     let r = run(&echo, &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]);
     assert!(r.wire.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{}", r.wire);
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
@@ -237,7 +263,9 @@ fn chunked_body_over_the_limit_gets_413() {
         false,
     );
     assert!(r.wire.starts_with("HTTP/1.1 413 Content Too Large\r\n"), "{}", r.wire);
-    assert_eq!(r.outcomes, [Next::Close]);
+    // Closing with the client possibly still sending: a lingering close.
+    assert_eq!(r.outcomes, [Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
@@ -310,7 +338,8 @@ fn a_head_past_its_deadline_gets_408() {
     let config = Config { head_timeout: std::time::Duration::ZERO, ..Config::default() };
     let r = run_with(config, &hello, &[b"GET / HTTP/1.1\r\n", b"Host: a\r\n\r\n"], false);
     assert!(r.wire.starts_with("HTTP/1.1 408 Request Timeout\r\n"), "{}", r.wire);
-    assert_eq!(r.outcomes, [Next::Park, Next::Close]);
+    assert_eq!(r.outcomes, [Next::Park, Next::Park]);
+    assert!(r.lingering);
 }
 
 #[test]
