@@ -397,8 +397,8 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         head.expect_continue && needs_socket,
     );
     let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, body);
-    let is_head = req.method() == "HEAD";
-    let is_connect = req.method() == "CONNECT";
+    let method = req.method();
+    let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
     let resp = call(cx.handler, &mut req, cx.peer, cx.counters);
     let mut body = req.into_body();
     let drained = body.is_complete() || body.drain(cx.config.max_drain_bytes);
