@@ -104,7 +104,7 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 /// until the kernel lets it through.
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
-/// hence the one `unsafe` block of the crate.
+/// hence `unsafe` (one of two blocks in the crate; the other is in `pool.rs`).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn defer_accept(listener: &std::net::TcpListener) -> io::Result<()> {
