@@ -927,20 +927,12 @@ fn error_answers_to_head_requests_have_no_body() {
     server.shutdown();
 }
 
-/// RFC 9110 §15.2: a 1xx is interim. A handler that answers with one (other
-/// than 101 for an upgrade) would leave the request without a final
-/// response, and the client would take the next one for it: 500 instead.
-#[test]
-fn handler_answering_with_an_interim_status_gets_500() {
-    let server = start();
-    let outcome = exchange(
-        server.local_addr(),
-        b"GET /103 HTTP/1.1\r\nHost: a\r\n\r\nGET /noread HTTP/1.1\r\nHost: a\r\n\r\n",
-        &[500],
-        After::Close,
-    );
-    server.shutdown();
-    outcome.unwrap();
+cases! {
+    /// RFC 9110 §15.2: a 1xx is interim. A handler that answers with one
+    /// (other than 101 for an upgrade) would leave the request without a
+    /// final response, and the client would take the next one for it: 500.
+    handler_answering_with_an_interim_status_gets_500:
+        b"GET /103 HTTP/1.1\r\nHost: a\r\n\r\nGET /noread HTTP/1.1\r\nHost: a\r\n\r\n" => [500], Close;
 }
 
 /// RFC 9110 §9.3.6: a 2xx to CONNECT carries no Content-Length or
