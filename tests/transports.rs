@@ -156,6 +156,53 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// Each piece of a TLS record makes the socket readable without giving
+    /// the worker a byte of plaintext. A client sending a record of its body
+    /// a byte at a time (waiting up to 100 ms for an answer between bytes)
+    /// must still meet the body deadline: `408` long before the record is
+    /// whole, not a worker held for as long as the client keeps dribbling.
+    #[test]
+    fn a_tls_record_trickled_a_byte_at_a_time_meets_the_body_deadline() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(2)
+            .tls(server_config)
+            .body_read_timeout(std::time::Duration::from_millis(300))
+            .body_timeout(std::time::Duration::from_millis(600))
+            .spawn(|req: &mut Request| match req.read_body(1 << 20) {
+                Ok(body) => Response::bytes(body),
+                Err(_) => Response::status(400),
+            })
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        // A first exchange completes the handshake and reads the session
+        // tickets, so that the next bytes from the server are an answer.
+        conn.get_mut().write_all(b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\nok").unwrap();
+        assert_eq!(read_response(&mut conn).1, b"ok");
+        let head = b"POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n";
+        conn.get_mut().write_all(head).unwrap();
+        // One record of body, held back and sent by hand.
+        let stream = conn.get_mut();
+        stream.conn.writer().write_all(b"1e\r\nthirty bytes of chunked body!!\r\n").unwrap();
+        let mut record = Vec::new();
+        stream.conn.write_tls(&mut record).unwrap();
+        stream.sock.set_read_timeout(Some(std::time::Duration::from_millis(100))).unwrap();
+        let mut sent = 0;
+        for byte in &record[..record.len() - 1] {
+            stream.sock.write_all(&[*byte]).unwrap();
+            sent += 1;
+            if matches!(stream.sock.peek(&mut [0u8; 1]), Ok(n) if n > 0) {
+                break;
+            }
+        }
+        assert!(sent < record.len() - 1, "no answer while {} record bytes were trickled", record.len() - 1);
+        stream.sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        let (head, _) = read_response(&mut conn);
+        assert!(head.starts_with("HTTP/1.1 408 "), "{head}");
+        assert!(server.shutdown());
+    }
+
     #[test]
     fn a_plaintext_client_on_the_tls_port_is_dropped() {
         let (server_config, _) = setup();
