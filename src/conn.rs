@@ -48,6 +48,10 @@ const LINGER: Duration = Duration::from_secs(2);
 /// Bodies up to this size are copied behind the head, for one write.
 const INLINE_BODY: usize = 32 * 1024;
 
+/// Queued answers to pipelined requests are written once they reach this
+/// size, so the queue stays under it plus one answer.
+const PIPELINE_FLUSH: usize = 64 * 1024;
+
 impl Scratch {
     pub(crate) fn new(config: &Config) -> Scratch {
         Scratch {
@@ -212,6 +216,12 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     // socket, which reports bytes that did arrive at once.
                     if !conn.has_partial_head() && !io.holds_input() {
                         return park(conn, io, cx);
+                    }
+                    // Answers to pipelined requests are written together,
+                    // but only up to a bound: a burst of small requests for
+                    // large answers must not pile them all up in memory.
+                    if cx.scratch.out.len() >= PIPELINE_FLUSH && flush(io, cx).is_err() {
+                        return finish(conn, io, cx, None);
                     }
                     continue;
                 }

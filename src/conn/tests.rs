@@ -298,6 +298,27 @@ fn end_of_stream_between_requests_closes_quietly() {
 }
 
 #[test]
+fn answers_to_a_pipelined_burst_are_written_as_they_pile_up_not_all_kept() {
+    let config = Config::default();
+    let mut scratch = Scratch::new(&config);
+    let stopping = AtomicBool::new(false);
+    let counters = Counters::default();
+    let burst = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".repeat(100);
+    let mut io = Script::new(&[&burst]);
+    io.release();
+    let mut conn = ConnState::default();
+    let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
+    let big = |_: &mut Request<'_>| Response::bytes(vec![b'x'; 30_000]);
+    let mut cx =
+        Ctx { handler: &big, config: &config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
+    assert_eq!(serve(&mut conn, &mut io, &mut cx), Next::Park);
+    assert_eq!(conn.requests, 100);
+    assert_eq!(redact_dates(&io.written).matches("HTTP/1.1 200 OK").count(), 100);
+    // 100 answers of 30 kB went out; at most about three were queued at once.
+    assert!(scratch.out.capacity() < 256 * 1024, "queue grew to {} bytes", scratch.out.capacity());
+}
+
+#[test]
 fn shutting_down_closes_after_the_request_at_hand() {
     let config = Config::default();
     let mut scratch = Scratch::new(&config);
