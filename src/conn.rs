@@ -19,6 +19,7 @@ use crate::io::{Transport, write_all_wait};
 use crate::net::Peer;
 use crate::parse::{
     BodyKind, ConnectionOption, Downgrade, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head,
+    trim_empty_lines,
 };
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_closing, encode_head, plan};
@@ -153,14 +154,6 @@ impl ConnState {
         (self.start, self.end) = if to == end { (0, 0) } else { (to, end) };
         self.head_started = None;
     }
-}
-
-/// `bytes` after the empty lines a client may send before a request line.
-fn trim_empty_lines(mut bytes: &[u8]) -> &[u8] {
-    while let Some(rest) = bytes.strip_prefix(b"\r\n") {
-        bytes = rest;
-    }
-    bytes
 }
 
 /// What the worker does with the connection after [`serve`].

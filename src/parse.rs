@@ -270,6 +270,15 @@ fn has_bare_lf(head: &[u8]) -> bool {
     head.iter().enumerate().any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'))
 }
 
+/// `bytes` after the empty lines a client may send before a request line
+/// (RFC 9112 §2.2).
+pub(crate) fn trim_empty_lines(mut bytes: &[u8]) -> &[u8] {
+    while let Some(rest) = bytes.strip_prefix(b"\r\n") {
+        bytes = rest;
+    }
+    bytes
+}
+
 /// What [`downgrade_minor_version`] made of a request line httparse refused
 /// for its version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,10 +296,7 @@ pub(crate) enum Downgrade {
 /// `HTTP/1.2`..`HTTP/1.9`, so such a request line (after any empty lines,
 /// RFC 9112 §2.2) is rewritten in place to `HTTP/1.1` before parsing again.
 pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
-    let mut start = 0;
-    while buf[start..].starts_with(b"\r\n") {
-        start += 2;
-    }
+    let start = buf.len() - trim_empty_lines(buf).len();
     let buf = &mut buf[start..];
     let Some(line_end) = buf.iter().position(|&b| b == b'\n') else {
         // httparse refuses `HTTP/1.2` as soon as the minor digit is in.
