@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -273,9 +273,8 @@ pub(crate) struct Shared {
     pub(crate) seats: Vec<Seat>,
     listener: Listener,
     lot: Mutex<Lot>,
-    accepting: Mutex<()>,
-    /// The listener became ready while another thread was accepting.
-    accept_missed: AtomicBool,
+    /// Accepts run on one thread at a time.
+    accepting: OnePass,
     /// Sleeping workers wait here.
     pub(crate) work: Condvar,
     /// Shutdown has begun.
@@ -317,8 +316,7 @@ impl Shared {
             seats,
             listener,
             lot: Mutex::new(lot),
-            accepting: Mutex::new(()),
-            accept_missed: AtomicBool::new(false),
+            accepting: OnePass::default(),
             work: Condvar::new(),
             stopping: AtomicBool::new(false),
             accept_waiting: AtomicBool::new(false),
@@ -426,19 +424,7 @@ impl Shared {
     /// connection is admitted as [`Shared::admit`] says, `seat` being the
     /// one whose ready list takes it when it has bytes to read.
     pub(crate) fn accept(&self, seat: usize) {
-        // One thread accepts at a time. Another that finds the listener
-        // ready leaves a note; the accepting one looks again before it goes.
-        loop {
-            let Ok(_accepting) = self.accepting.try_lock() else {
-                self.accept_missed.store(true, Ordering::Release);
-                return;
-            };
-            self.accept_until_empty(seat);
-            drop(_accepting);
-            if !self.accept_missed.swap(false, Ordering::AcqRel) {
-                return;
-            }
-        }
+        self.accepting.run(|| self.accept_until_empty(seat));
     }
 
     fn accept_until_empty(&self, seat: usize) {
@@ -649,6 +635,39 @@ impl Shared {
     }
 }
 
+/// Runs a task on one thread at a time without making any thread wait: a
+/// thread that asks while another runs it leaves its request with the
+/// running one, which runs the task again before it stops. Every request is
+/// followed by a whole run that began after it, so none is lost (the
+/// listener reports readiness once per change: a lost accept leaves clients
+/// in the backlog until another one connects).
+#[derive(Default)]
+pub(crate) struct OnePass {
+    /// Requests not yet covered by a run; the thread that raised it from
+    /// zero runs the task until it is zero again.
+    requests: AtomicUsize,
+}
+
+impl OnePass {
+    pub(crate) fn run(&self, mut task: impl FnMut()) {
+        if self.requests.fetch_add(1, Ordering::AcqRel) > 0 {
+            return;
+        }
+        let mut covered = 1;
+        loop {
+            task();
+            // One read-modify-write on one counter: a request either lands
+            // before it (and is counted in `left`) or finds the count zero
+            // and runs the task itself.
+            let left = self.requests.fetch_sub(covered, Ordering::AcqRel) - covered;
+            if left == 0 {
+                return;
+            }
+            covered = left;
+        }
+    }
+}
+
 /// Accept errors about one connection that went away; the next accept may
 /// well succeed.
 fn is_transient(e: &io::Error) -> bool {
@@ -658,6 +677,48 @@ fn is_transient(e: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In each round, threads at once add work and ask for a pass that
+    /// takes it all: once every thread's request has returned, nothing is
+    /// left, and no two passes overlapped. (A try-lock with a "missed" flag
+    /// loses a request whose flag is set just after the running thread last
+    /// looked at it.)
+    #[test]
+    fn one_pass_loses_no_request_and_never_overlaps() {
+        use std::sync::{Arc, Barrier};
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 20_000;
+        let one = Arc::new(OnePass::default());
+        let pending = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(AtomicBool::new(false));
+        let overlaps = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (one, pending, inside, barrier) = (one.clone(), pending.clone(), inside.clone(), barrier.clone());
+                let overlaps = overlaps.clone();
+                std::thread::spawn(move || {
+                    for round in 0..ROUNDS {
+                        barrier.wait();
+                        pending.fetch_add(1, Ordering::SeqCst);
+                        one.run(|| {
+                            if inside.swap(true, Ordering::SeqCst) {
+                                overlaps.fetch_add(1, Ordering::SeqCst);
+                            }
+                            pending.store(0, Ordering::SeqCst);
+                            inside.store(false, Ordering::SeqCst);
+                        });
+                        barrier.wait();
+                        assert_eq!(pending.load(Ordering::SeqCst), 0, "work left behind in round {round}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two passes at once");
+    }
 
     #[test]
     fn tokens_round_trip_and_never_collide_with_reserved_ones() {
