@@ -5,6 +5,7 @@
 //! [`Next::Park`] as soon as the socket has nothing more for it — so idle and
 //! slow clients hold no thread — or [`Next::Close`].
 
+use std::borrow::Cow;
 use std::io;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -79,6 +80,72 @@ pub(crate) struct ConnState {
     /// Closing after an error answer: what the client still sends is read
     /// and discarded until then (see [`close_lingering`]).
     linger_until: Option<Instant>,
+    /// Response bytes the client has not taken yet: the connection waits
+    /// for it parked, not on a worker.
+    unsent: Option<Box<Unsent>>,
+}
+
+/// The rest of the answers a client is slow to take: encoded bytes, then
+/// a large in-memory body, then what becomes of the connection.
+#[derive(Debug)]
+struct Unsent {
+    bytes: Vec<u8>,
+    body: Cow<'static, [u8]>,
+    /// Sent so far of `bytes`, then of `body`.
+    bytes_at: usize,
+    body_at: usize,
+    then: Then,
+    /// The last time the client took bytes: the write timeout runs from it.
+    since: Instant,
+}
+
+impl Unsent {
+    /// Writes what the client takes now: `Ok(true)` once everything is
+    /// out (a TLS session's records included).
+    fn send<T: Transport>(&mut self, io: &mut T) -> io::Result<bool> {
+        let before = (self.bytes_at, self.body_at);
+        let done = write_now(io, &self.bytes, &mut self.bytes_at)?
+            && write_now(io, &self.body, &mut self.body_at)?
+            && flush_now(io)?;
+        if (self.bytes_at, self.body_at) != before {
+            self.since = Instant::now();
+        }
+        Ok(done)
+    }
+
+    /// Writes the rest, waiting for the client up to `timeout` each time it
+    /// stops taking bytes (at shutdown, when parking is over).
+    fn send_waiting<T: Transport>(&self, io: &mut T, timeout: Duration) -> io::Result<()> {
+        write_all_wait(io, &self.bytes[self.bytes_at..], timeout)?;
+        write_all_wait(io, &self.body[self.body_at..], timeout)
+    }
+}
+
+/// Writes `buf[*at..]` until done (`Ok(true)`) or the socket is full
+/// (`Ok(false)`), advancing `at`.
+fn write_now<T: Transport>(io: &mut T, buf: &[u8], at: &mut usize) -> io::Result<bool> {
+    while *at < buf.len() {
+        match io.write(&buf[*at..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => *at += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Sends what a TLS session holds: `Ok(false)` while the socket is full.
+fn flush_now<T: Transport>(io: &mut T) -> io::Result<bool> {
+    loop {
+        match io.flush() {
+            Ok(()) => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 impl ConnState {
@@ -101,6 +168,12 @@ impl ConnState {
 
     pub(crate) fn head_started(&self) -> Option<Instant> {
         self.head_started
+    }
+
+    /// When the client last took response bytes, while some are left to
+    /// send: the connection waits to write, not to read.
+    pub(crate) fn unsent_since(&self) -> Option<Instant> {
+        self.unsent.as_ref().map(|u| u.since)
     }
 
     fn unparsed(&self) -> &[u8] {
@@ -129,7 +202,9 @@ impl ConnState {
         // kept, they would count as a head begun and earn a 408.
         self.start = self.end - trim_empty_lines(self.unparsed()).len();
         let keep = self.unparsed().to_vec();
-        if !keep.is_empty() && self.head_started.is_none() {
+        // A request pipelined behind an answer the client is slow to take
+        // is not late: its head clock starts once the answer is out.
+        if !keep.is_empty() && self.head_started.is_none() && self.unsent.is_none() {
             self.head_started = Some(now());
         }
         (self.start, self.end) = (0, keep.len());
@@ -183,6 +258,9 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
 /// close`.
 pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     conn.attach(&mut cx.scratch.buffers, cx.config.read_buffer_size());
+    if let Some(next) = resume_sending(conn, io, cx) {
+        return next;
+    }
     if let Some(until) = conn.linger_until {
         return linger(conn, io, cx, until);
     }
@@ -198,7 +276,28 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                 // Read on (or park) until the small body is all here.
                 Ok(Some(head)) if awaits_body(conn, &head) => {}
                 Ok(Some(head)) => {
-                    match respond(conn, io, cx, head) {
+                    // Earlier pipelined answers go out before a handler that
+                    // may wait on the client for a body; a client slow to
+                    // take them is waited for parked, the head kept unparsed.
+                    if body_needs_socket(conn, &head) {
+                        match send_queued(conn, io, cx, Then::KeepAlive) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                conn.detach(&mut cx.scratch.buffers, Instant::now);
+                                return Next::Park;
+                            }
+                            Err(()) => return finish(conn, io, cx, None),
+                        }
+                    }
+                    let then = respond(conn, io, cx, head);
+                    if let Some(unsent) = &mut conn.unsent {
+                        // The client is slow to take the answer: it parks
+                        // until it takes the rest.
+                        unsent.then = then;
+                        conn.detach(&mut cx.scratch.buffers, Instant::now);
+                        return Next::Park;
+                    }
+                    match then {
                         Then::KeepAlive => {}
                         Then::Close => return finish(conn, io, cx, None),
                         Then::Linger => return close_lingering(conn, io, cx),
@@ -213,8 +312,15 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     // Answers to pipelined requests are written together,
                     // but only up to a bound: a burst of small requests for
                     // large answers must not pile them all up in memory.
-                    if cx.scratch.out.len() >= PIPELINE_FLUSH && flush(io, cx).is_err() {
-                        return finish(conn, io, cx, None);
+                    if cx.scratch.out.len() >= PIPELINE_FLUSH {
+                        match send_queued(conn, io, cx, Then::KeepAlive) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                conn.detach(&mut cx.scratch.buffers, Instant::now);
+                                return Next::Park;
+                            }
+                            Err(()) => return finish(conn, io, cx, None),
+                        }
                     }
                     continue;
                 }
@@ -253,7 +359,9 @@ fn awaits_body(conn: &ConnState, head: &Head) -> bool {
 /// byte is refused as soon as it arrives; a head is at most
 /// `max_head_bytes`, which bounds the work a trickling client causes.
 fn fill<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Result<bool, ()> {
-    flush(io, cx).map_err(drop)?;
+    if !send_queued(conn, io, cx, Then::KeepAlive)? {
+        return Ok(false);
+    }
     if conn.end == conn.buf.len() {
         conn.buf.copy_within(conn.start..conn.end, 0);
         (conn.start, conn.end) = (0, conn.end - conn.start);
@@ -285,8 +393,83 @@ fn flush<T: Transport, H: ?Sized>(io: &mut T, cx: &mut Ctx<'_, H>) -> io::Result
     result
 }
 
+/// Writes the queued answers as far as the client takes them now. The rest
+/// stays with the connection, which parks until the client can take more
+/// (so a slow reader holds no worker); `then` is what becomes of the
+/// connection once everything is out. `Ok(true)` when nothing is left. At
+/// shutdown, when nothing parks any more, it waits for the client instead.
+fn send_queued<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    then: Then,
+) -> Result<bool, ()> {
+    send_or_keep(conn, io, cx, Cow::Borrowed(&[]), then).map_err(|e| debug!("{}: write failed: {e}", cx.peer))
+}
+
+/// [`send_queued`], with `body` written after the queued answers.
+fn send_or_keep<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    body: Cow<'static, [u8]>,
+    then: Then,
+) -> io::Result<bool> {
+    if conn.unsent.is_some() {
+        // Already waiting for the client; nothing was queued since.
+        debug_assert!(cx.scratch.out.is_empty() && body.is_empty());
+        return Ok(false);
+    }
+    if cx.stopping.load(Ordering::Relaxed) {
+        flush(io, cx)?;
+        write_all_wait(io, &body, cx.config.write_timeout)?;
+        return Ok(true);
+    }
+    let out = &mut cx.scratch.out;
+    let (mut bytes_at, mut body_at) = (0, 0);
+    let sent = write_now(io, out, &mut bytes_at)
+        .and_then(|done| Ok(done && write_now(io, &body, &mut body_at)? && flush_now(io)?));
+    if let Ok(false) = sent {
+        let bytes = out[bytes_at..].to_vec();
+        conn.unsent = Some(Box::new(Unsent { bytes, body, bytes_at: 0, body_at, then, since: Instant::now() }));
+    }
+    out.clear();
+    sent
+}
+
+/// Sends what the client had not taken when the connection parked. `None`
+/// once everything is out and the connection goes on to its next request;
+/// else what becomes of it.
+fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Next> {
+    let unsent = conn.unsent.as_mut()?;
+    let sent = if cx.stopping.load(Ordering::Relaxed) {
+        // Nothing parks any more: the worker waits for the client.
+        unsent.send_waiting(io, cx.config.write_timeout).map(|()| true)
+    } else {
+        unsent.send(io)
+    };
+    match sent {
+        Ok(true) => {}
+        Ok(false) => {
+            conn.detach(&mut cx.scratch.buffers, Instant::now);
+            return Some(Next::Park);
+        }
+        Err(e) => {
+            debug!("{}: write failed: {e}", cx.peer);
+            conn.unsent = None;
+            conn.detach(&mut cx.scratch.buffers, Instant::now);
+            return Some(Next::Close);
+        }
+    }
+    match conn.unsent.take().map(|u| u.then)? {
+        Then::KeepAlive => None,
+        Then::Close => Some(finish(conn, io, cx, None)),
+        Then::Linger => Some(close_lingering(conn, io, cx)),
+    }
+}
+
 fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
-    if flush(io, cx).is_err() {
+    if send_queued(conn, io, cx, Then::KeepAlive).is_err() {
         return Next::Close;
     }
     conn.detach(&mut cx.scratch.buffers, Instant::now);
@@ -311,9 +494,9 @@ fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
         encode_closing(&Response::error(code), conn.holds_head_request(), &date, &mut cx.scratch.out);
         return close_lingering(conn, io, cx);
     }
-    let _ = flush(io, cx);
+    let parked = send_queued(conn, io, cx, Then::Close) == Ok(false);
     conn.detach(&mut cx.scratch.buffers, Instant::now);
-    Next::Close
+    if parked { Next::Park } else { Next::Close }
 }
 
 /// Closes after an answer while the client may still be sending (the rest
@@ -325,7 +508,12 @@ fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
 /// §9.6). Its unparsed bytes are dropped: nothing more is served on it.
 fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     // At shutdown, parked connections are closed anyway.
-    if flush(io, cx).is_err() || cx.stopping.load(Ordering::Relaxed) {
+    let sent = send_queued(conn, io, cx, Then::Linger);
+    if sent == Ok(false) {
+        conn.detach(&mut cx.scratch.buffers, Instant::now);
+        return Next::Park;
+    }
+    if sent.is_err() || cx.stopping.load(Ordering::Relaxed) {
         conn.detach(&mut cx.scratch.buffers, Instant::now);
         return Next::Close;
     }
@@ -357,11 +545,22 @@ fn linger<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
 }
 
 /// What becomes of a connection after an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Then {
     KeepAlive,
     Close,
     /// Close, but the client may still be sending: [`close_lingering`].
     Linger,
+}
+
+/// True when the request's body is not all in the buffer: reading it waits
+/// on the client.
+fn body_needs_socket(conn: &ConnState, head: &Head) -> bool {
+    match head.body {
+        BodyKind::Empty => false,
+        BodyKind::Length(n) => n > (conn.end - conn.start - head.len) as u64,
+        BodyKind::Chunked => true,
+    }
 }
 
 /// Answers one parsed request.
@@ -372,16 +571,10 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     head: Head,
 ) -> Then {
     let buffered_body = conn.end - conn.start - head.len;
-    let needs_socket = match head.body {
-        BodyKind::Empty => false,
-        BodyKind::Length(n) => n > buffered_body as u64,
-        BodyKind::Chunked => true,
-    };
-    // Earlier pipelined responses go out before a `100 Continue` and before
-    // a handler that may wait on the client.
-    if needs_socket && flush(io, cx).is_err() {
-        return Then::Close;
-    }
+    let needs_socket = body_needs_socket(conn, &head);
+    // Earlier pipelined responses went out before a `100 Continue` and
+    // before a handler that may wait on the client (`serve`).
+    debug_assert!(!needs_socket || cx.scratch.out.is_empty());
     if needs_socket {
         conn.make_body_room();
     }
@@ -439,7 +632,22 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         upgrade(conn, io, cx, on_upgrade);
         return Then::Close;
     }
-    if let Err(e) = write_body(io, out, resp.body, framing, cx.config.write_timeout) {
+    // A large body in memory goes out as far as the client takes it now;
+    // the connection parks with the rest rather than hold the worker.
+    let held = match mem::replace(&mut resp.body, Payload::Static(b"")) {
+        _ if matches!(framing, Framing::None { .. }) => None,
+        Payload::Static(b) if b.len() > INLINE_BODY => Some(Cow::Borrowed(b)),
+        Payload::Owned(b) if b.len() > INLINE_BODY => Some(Cow::Owned(b)),
+        body => {
+            resp.body = body;
+            None
+        }
+    };
+    let written = match held {
+        Some(body) => send_or_keep(conn, io, cx, body, Then::KeepAlive).map(drop),
+        None => write_body(io, &mut cx.scratch.out, resp.body, framing, cx.config.write_timeout),
+    };
+    if let Err(e) = written {
         debug!("{}: response body failed: {e}", cx.peer);
         return Then::Close;
     }

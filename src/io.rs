@@ -257,6 +257,10 @@ pub(crate) struct Script {
     pub(crate) patient: bool,
     /// The server shut its sending side.
     pub(crate) shut_write: bool,
+    /// Bytes the client takes before the socket is full (`None`: no
+    /// limit); a wait for room lifts the limit, as a client reading on
+    /// would.
+    pub(crate) room: Option<usize>,
 }
 
 impl Script {
@@ -293,8 +297,17 @@ impl Read for Script {
 
 impl Write for Script {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.written.extend_from_slice(buf);
-        Ok(buf.len())
+        let n = match &mut self.room {
+            Some(0) => return Err(io::ErrorKind::WouldBlock.into()),
+            Some(room) => {
+                let n = buf.len().min(*room);
+                *room -= n;
+                n
+            }
+            None => buf.len(),
+        };
+        self.written.extend_from_slice(&buf[..n]);
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -312,7 +325,11 @@ impl Transport for Script {
     }
 
     fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
-        if ready == Ready::Writable || (self.patient && self.release()) {
+        if ready == Ready::Writable {
+            self.room = None;
+            return Ok(());
+        }
+        if self.patient && self.release() {
             return Ok(());
         }
         if self.chunks.is_empty() && self.eof {

@@ -54,8 +54,9 @@ pub(crate) struct Conn {
     generation: u32,
     /// The seat that watches this connection once it has parked.
     seat: usize,
-    registered: bool,
-    /// When the current park ends (idle or head deadline).
+    /// What the seat watches for, once the connection is registered there.
+    watching: Option<Interest>,
+    /// When the current park ends (idle, head or write deadline).
     deadline: Instant,
 }
 
@@ -64,7 +65,7 @@ impl Conn {
     /// [`Transport::leave_seat`](crate::io::Transport::leave_seat)): the next
     /// park registers it again.
     pub(crate) fn left_seat(&mut self) {
-        self.registered = false;
+        self.watching = None;
     }
 }
 
@@ -201,9 +202,19 @@ impl Lot {
         self.generations.get(i) == Some(&generation) && self.timer_at[i] == Some(at)
     }
 
-    /// Takes every parked connection (shutdown).
-    pub(crate) fn take_all(&mut self) -> Vec<Conn> {
-        (0..self.slots.len()).filter_map(|i| self.unpark(i)).collect()
+    /// Takes every parked connection (shutdown), but for those with an
+    /// answer the client is still taking: they join their seat's ready
+    /// list, for a worker to finish the answer.
+    pub(crate) fn take_idle(&mut self) -> Vec<Conn> {
+        let mut idle = Vec::new();
+        for i in 0..self.slots.len() {
+            match self.unpark(i) {
+                Some(conn) if conn.state.unsent_since().is_some() => self.push_ready(conn.seat, conn),
+                Some(conn) => idle.push(conn),
+                None => {}
+            }
+        }
+        idle
     }
 
     /// Takes the connection parked in slot `i`, if any; the slot stays busy.
@@ -497,8 +508,7 @@ impl Shared {
             let seat = lot.next_seat;
             lot.next_seat = (seat + 1) % lot.seats();
             let state = ConnState::default();
-            let conn =
-                Conn { stream, peer, state, slot, generation, seat, registered: false, deadline: Instant::now() };
+            let conn = Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: Instant::now() };
             if self.listener.delivers_data() {
                 lot.push_ready(accepted_at, conn);
                 None
@@ -555,26 +565,39 @@ impl Shared {
     /// when bytes arrived while the worker held it: serve it again.
     pub(crate) fn park(&self, mut conn: Conn) -> Option<Conn> {
         let now = Instant::now();
-        conn.deadline = match (conn.state.linger_until(), conn.state.head_started()) {
-            (Some(until), _) => until,
-            (None, Some(started)) => started + self.config.head_timeout,
-            (None, None) if conn.state.requests == 0 => now + self.config.head_timeout,
-            (None, None) => now + self.config.idle_timeout,
+        let unsent = conn.state.unsent_since();
+        conn.deadline = match (unsent, conn.state.linger_until(), conn.state.head_started()) {
+            // Waiting for the client to take more of an answer.
+            (Some(since), _, _) => since + self.config.write_timeout,
+            (None, Some(until), _) => until,
+            (None, None, Some(started)) => started + self.config.head_timeout,
+            (None, None, None) if conn.state.requests == 0 => now + self.config.head_timeout,
+            (None, None, None) => now + self.config.idle_timeout,
         };
-        if !conn.registered {
-            let seat = &self.seats[conn.seat];
-            if let Err(e) =
-                seat.registry.register(&mut conn.stream, token(conn.slot, conn.generation), Interest::READABLE)
-            {
+        // Only room to write matters while an answer is unsent: what the
+        // client sends meanwhile waits until it is out.
+        let interest = if unsent.is_some() { Interest::WRITABLE } else { Interest::READABLE };
+        if conn.watching != Some(interest) {
+            let registry = &self.seats[conn.seat].registry;
+            let token = token(conn.slot, conn.generation);
+            let watched = match conn.watching {
+                None => registry.register(&mut conn.stream, token, interest),
+                Some(_) => registry.reregister(&mut conn.stream, token, interest),
+            };
+            if let Err(e) = watched {
                 debug!("{}: watching for readiness failed: {e}", conn.peer);
                 self.close(conn);
                 return None;
             }
-            conn.registered = true;
+            conn.watching = Some(interest);
         }
         let mut lot = self.lock();
         if lot.closed {
             drop(lot);
+            if unsent.is_some() {
+                // Shutting down: the worker sends the rest, waiting.
+                return Some(conn);
+            }
             self.close(conn);
             return None;
         }
@@ -594,7 +617,7 @@ impl Shared {
 
     /// The readiness set watching `conn`, once it has been registered.
     pub(crate) fn registry_of(&self, conn: &Conn) -> Option<&Registry> {
-        conn.registered.then(|| &self.seats[conn.seat].registry)
+        conn.watching.map(|_| &self.seats[conn.seat].registry)
     }
 
     /// Closes a connection and frees its slot.

@@ -164,7 +164,8 @@ impl Monitor {
     }
 
     /// Closes parked connections whose deadline passed; one still sending
-    /// its head gets `408` first.
+    /// its head gets `408` first. (One that stopped taking an answer just
+    /// closes.)
     fn expire(&mut self, now: Instant) {
         let due = self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now);
         if !due && self.timers.len() <= TIMER_SLACK {
@@ -190,7 +191,8 @@ impl Monitor {
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
         for mut conn in expired {
-            if conn.state.has_partial_head() {
+            // No 408 in the middle of an answer the client was slow to take.
+            if conn.state.has_partial_head() && conn.state.unsent_since().is_none() {
                 self.answer_timeout(&mut conn);
             }
             // A lingering close that ran its time is no timeout of the client's.
@@ -229,7 +231,7 @@ impl Monitor {
         let idle = {
             let mut lot = shared.lock();
             lot.closed = true;
-            lot.take_all()
+            lot.take_idle()
         };
         for conn in idle {
             shared.close(conn);

@@ -73,10 +73,14 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
                 conn.left_seat();
             }
             match next {
-                Next::Park if !shared.stopping.load(Ordering::Relaxed) => match shared.park(conn) {
-                    Some(again) => conn = again,
-                    None => break,
-                },
+                // At shutdown only an answer the client is still taking parks
+                // (the worker is handed it back to send, waiting).
+                Next::Park if !shared.stopping.load(Ordering::Relaxed) || conn.state.unsent_since().is_some() => {
+                    match shared.park(conn) {
+                        Some(again) => conn = again,
+                        None => break,
+                    }
+                }
                 _ => {
                     shared.close(conn);
                     break;

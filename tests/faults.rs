@@ -372,3 +372,74 @@ fn cpu_ticks() -> u64 {
     let fields: Vec<&str> = after_name.split(' ').collect();
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
+
+/// 32 MiB of `z` for `/big` (more than loopback socket buffers hold), `ok`
+/// for anything else.
+fn big_or_small(req: &mut Request) -> Response {
+    match req.path() {
+        "/big" => Response::bytes(vec![b'z'; 32 << 20]),
+        _ => Response::text("ok"),
+    }
+}
+
+#[test]
+fn a_client_slow_to_read_a_large_answer_holds_no_worker() {
+    // One worker, and a write timeout far beyond the test's patience: a
+    // worker waiting on the slow reader would leave the second client
+    // unanswered.
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .write_timeout(Duration::from_secs(120))
+        .spawn(big_or_small)
+        .unwrap();
+    let addr = server.local_addr();
+    let mut slow = connect(addr);
+    send(&mut slow, &get("/big"));
+    // The answer has begun, and is far from taken.
+    let mut first = [0u8; 1];
+    slow.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"H");
+    let mut other = connect(addr);
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"ok");
+    // The slow client gets the whole answer once it reads.
+    let mut rest = Vec::new();
+    let mut line = String::new();
+    while line != "\r\n" {
+        line.clear();
+        slow.read_line(&mut line).unwrap();
+        rest.extend_from_slice(line.as_bytes());
+    }
+    let head = String::from_utf8(rest).unwrap();
+    assert!(head.starts_with("TTP/1.1 200 OK\r\n"), "{head}");
+    assert!(head.contains("Content-Length: 33554432\r\n"), "{head}");
+    let mut body = vec![0u8; 32 << 20];
+    slow.read_exact(&mut body).unwrap();
+    assert!(body.iter().all(|&b| b == b'z'));
+    // And the connection serves on.
+    send(&mut slow, &get("/"));
+    assert_eq!(read_reply(&mut slow, false).unwrap().body, b"ok");
+    assert_eq!(server.stats().timeouts, 0);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .write_timeout(Duration::from_millis(200))
+        .spawn(big_or_small)
+        .unwrap();
+    let mut stalled = connect(server.local_addr());
+    send(&mut stalled, &get("/big"));
+    let mut first = [0u8; 1];
+    stalled.read_exact(&mut first).unwrap();
+    wait_for(&server, "the write timeout", |s| s.timeouts == 1 && s.open == 0);
+    // What was sent before the close is there; the answer is cut short.
+    let mut got = Vec::new();
+    let _ = stalled.read_to_end(&mut got);
+    assert!(got.len() < 32 << 20, "{} bytes", got.len());
+    assert!(server.shutdown());
+}

@@ -203,6 +203,38 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// A TLS client slow to read a large answer holds no worker either:
+    /// the records it has not taken wait with the parked connection.
+    #[test]
+    fn a_tls_client_slow_to_read_a_large_answer_holds_no_worker() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .write_timeout(std::time::Duration::from_secs(120))
+            .spawn(|req: &mut Request| match req.path() {
+                "/big" => Response::bytes(vec![b'z'; 32 << 20]),
+                _ => Response::text("ok"),
+            })
+            .unwrap();
+        let addr = server.local_addr();
+        let mut slow = connect(addr, &client_config);
+        slow.get_mut().write_all(b"GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        // The answer has begun (this also completes the handshake).
+        let mut first = [0u8; 1];
+        slow.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"H");
+        let mut other = connect(addr, &client_config);
+        other.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut other).1, b"ok");
+        let (head, body) = read_response(&mut slow);
+        assert!(head.starts_with("TTP/1.1 200 OK\r\n"), "{head}");
+        assert_eq!(body.len(), 32 << 20);
+        assert!(body.iter().all(|&b| b == b'z'));
+        assert!(server.shutdown());
+    }
+
     #[test]
     fn a_plaintext_client_on_the_tls_port_is_dropped() {
         let (server_config, _) = setup();

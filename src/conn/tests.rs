@@ -318,6 +318,162 @@ fn answers_to_a_pipelined_burst_are_written_as_they_pile_up_not_all_kept() {
     assert!(scratch.out.capacity() < 256 * 1024, "queue grew to {} bytes", scratch.out.capacity());
 }
 
+/// Serves `io` with `handler` on one connection, call after call, the way
+/// a worker would after each readiness event.
+struct Served<'h> {
+    config: Config,
+    scratch: Scratch,
+    stopping: AtomicBool,
+    counters: Counters,
+    handler: &'h dyn Handler,
+    conn: ConnState,
+}
+
+impl<'h> Served<'h> {
+    fn new(handler: &'h dyn Handler) -> Served<'h> {
+        let config = Config::default();
+        let scratch = Scratch::new(&config);
+        let (stopping, counters, conn) = (AtomicBool::new(false), Counters::default(), ConnState::default());
+        Served { config, scratch, stopping, counters, handler, conn }
+    }
+
+    fn serve(&mut self, io: &mut Script) -> Next {
+        let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
+        let mut cx = Ctx {
+            handler: self.handler,
+            config: &self.config,
+            scratch: &mut self.scratch,
+            stopping: &self.stopping,
+            counters: &self.counters,
+            peer,
+        };
+        serve(&mut self.conn, io, &mut cx)
+    }
+}
+
+fn big(_: &mut Request<'_>) -> Response {
+    Response::bytes(vec![b'x'; 100_000])
+}
+
+const BIG_HEAD: &str =
+    "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n";
+
+/// `wire` is `expected` (compared without printing 100 kB on failure).
+fn assert_wire(wire: &[u8], expected: &str) {
+    let wire = redact_dates(wire);
+    let at = wire.bytes().zip(expected.bytes()).position(|(a, b)| a != b).unwrap_or(wire.len().min(expected.len()));
+    assert!(
+        wire == expected,
+        "wire differs at byte {at} of {} (expected {}): {:?}",
+        wire.len(),
+        expected.len(),
+        &wire[at.saturating_sub(40)..(at + 40).min(wire.len())]
+    );
+}
+
+#[test]
+fn a_large_answer_the_client_is_slow_to_take_parks_with_the_rest() {
+    let mut s = Served::new(&big);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    io.room = Some(10_000);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(io.written.len(), 10_000);
+    assert!(s.conn.unsent_since().is_some());
+    assert_eq!(s.conn.requests, 1, "the pipelined request waits for the answer before it");
+    assert_eq!(s.conn.head_started(), None, "and its head clock does not run meanwhile");
+    io.room = Some(50_000);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(io.written.len(), 60_000);
+    io.room = None;
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.unsent_since(), None);
+    assert_eq!(s.conn.requests, 2);
+    let body = "x".repeat(100_000);
+    assert_wire(&io.written, &format!("{BIG_HEAD}{body}{BIG_HEAD}{body}"));
+}
+
+#[test]
+fn a_slow_client_s_answer_before_a_close_is_finished_then_the_connection_closes() {
+    let mut s = Served::new(&big);
+    let mut io = Script::new(&[b"GET / HTTP/1.0\r\n\r\n"]);
+    io.release();
+    io.room = Some(0);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert!(io.written.is_empty());
+    io.room = None;
+    assert_eq!(s.serve(&mut io), Next::Close);
+    let body = "x".repeat(100_000);
+    assert_wire(&io.written, &format!("{}{body}", BIG_HEAD.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n")));
+}
+
+#[test]
+fn answers_to_a_pipelined_burst_the_client_does_not_read_wait_parked() {
+    let mut s = Served::new(&|_: &mut Request<'_>| Response::bytes(vec![b'y'; 20_000]));
+    let burst = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".repeat(20);
+    let mut io = Script::new(&[&burst]);
+    io.release();
+    io.room = Some(0);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert!(s.conn.unsent_since().is_some());
+    let answered = s.conn.requests;
+    assert!(answered < 20, "it stopped answering once the answers piled up");
+    // Each time the client takes some, more is answered.
+    let mut rounds = 0;
+    while s.conn.requests < 20 || s.conn.unsent_since().is_some() {
+        io.room = Some(100_000);
+        assert_eq!(s.serve(&mut io), Next::Park);
+        rounds += 1;
+        assert!(rounds < 100);
+    }
+    assert_eq!(redact_dates(&io.written).matches("HTTP/1.1 200 OK").count(), 20);
+    let one = format!(
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: application/octet-stream\r\nContent-Length: 20000\r\n\r\n{}",
+        "y".repeat(20_000)
+    );
+    assert_wire(&io.written, &one.repeat(20));
+}
+
+#[test]
+fn answers_a_slow_client_has_not_taken_go_out_before_a_handler_waits_for_a_body() {
+    let handler = |req: &mut Request<'_>| if req.method() == "GET" { hello(req) } else { echo(req) };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"5\r\nhello\r\n0\r\n\r\n",
+    ]);
+    io.release();
+    io.patient = true;
+    io.room = Some(0);
+    // The POST's handler would wait for its body with the GET's answer
+    // still queued: the connection parks first, the POST left unparsed.
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.requests, 1);
+    assert!(s.conn.unsent_since().is_some());
+    assert!(s.conn.has_partial_head());
+    io.room = None;
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.requests, 2);
+    let echoed = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+    assert_wire(&io.written, &format!("{HELLO}{echoed}"));
+}
+
+#[test]
+fn at_shutdown_an_unsent_answer_is_finished_waiting_then_closed() {
+    let mut s = Served::new(&big);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    io.room = Some(1000);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    s.stopping.store(true, Ordering::Relaxed);
+    // The script's wait for room lets the client take the rest; then the
+    // connection is idle, and the worker closes it (parking is over).
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.unsent_since(), None);
+    let body = "x".repeat(100_000);
+    assert_wire(&io.written, &format!("{BIG_HEAD}{body}"));
+}
+
 #[test]
 fn shutting_down_closes_after_the_request_at_hand() {
     let config = Config::default();
