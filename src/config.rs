@@ -42,6 +42,10 @@ pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 /// Default cap on the unread body bytes discarded after a handler returns so
 /// the connection can be reused; past it the connection is closed instead.
 pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 64 * 1024;
+/// Default cap on the response bytes held, server-wide, for clients slow to
+/// take them (connections parked until they can take more); past it a
+/// worker waits on the client as it writes.
+pub const DEFAULT_MAX_UNSENT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What the server does with new connections while it is saturated: the
 /// `queue_depth` connections wait for a worker or `max_connections` are open.
@@ -75,6 +79,7 @@ pub(crate) struct Config {
     pub(crate) write_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
+    pub(crate) max_unsent_bytes: u64,
     pub(crate) overload: Overload,
     /// Workers run under `SCHED_BATCH` (Linux).
     pub(crate) batch_scheduling: bool,
@@ -96,6 +101,7 @@ impl Default for Config {
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
+            max_unsent_bytes: DEFAULT_MAX_UNSENT_BYTES,
             overload: Overload::Wait,
             batch_scheduling: true,
             #[cfg(feature = "tls")]

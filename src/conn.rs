@@ -24,7 +24,7 @@ use crate::parse::{
 };
 use crate::request::{Request, Version};
 use crate::response::{Framing, Payload, Response, encode_closing, encode_head, plan};
-use crate::stats::Counters;
+use crate::stats::{Counters, Held};
 use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
 
@@ -97,6 +97,8 @@ struct Unsent {
     then: Then,
     /// The last time the client took bytes: the write timeout runs from it.
     since: Instant,
+    /// Counted against [`Config::max_unsent_bytes`] until dropped.
+    _held: Held,
 }
 
 impl Unsent {
@@ -429,12 +431,25 @@ fn send_or_keep<T: Transport, H: ?Sized>(
     let (mut bytes_at, mut body_at) = (0, 0);
     let sent = write_now(io, out, &mut bytes_at)
         .and_then(|done| Ok(done && write_now(io, &body, &mut body_at)? && flush_now(io)?));
-    if let Ok(false) = sent {
-        let bytes = out[bytes_at..].to_vec();
-        conn.unsent = Some(Box::new(Unsent { bytes, body, bytes_at: 0, body_at, then, since: Instant::now() }));
-    }
+    let Ok(false) = sent else {
+        out.clear();
+        return sent;
+    };
+    // Only bytes that live in memory for this answer are counted.
+    let owned = if let Cow::Owned(b) = &body { b.len() } else { 0 };
+    let Some(held) = cx.counters.hold((out.len() - bytes_at + owned) as u64, cx.config.max_unsent_bytes) else {
+        // Too much is held for slow clients already: this worker waits.
+        let timeout = cx.config.write_timeout;
+        let waited =
+            write_all_wait(io, &out[bytes_at..], timeout).and_then(|()| write_all_wait(io, &body[body_at..], timeout));
+        out.clear();
+        return waited.map(|()| true);
+    };
+    let bytes = out[bytes_at..].to_vec();
     out.clear();
-    sent
+    let since = Instant::now();
+    conn.unsent = Some(Box::new(Unsent { bytes, body, bytes_at: 0, body_at, then, since, _held: held }));
+    Ok(false)
 }
 
 /// Sends what the client had not taken when the connection parked. `None`

@@ -32,6 +32,13 @@ pub fn parse(data: &[u8]) {
 /// parked), with a handler that reads the body and answers with it. Returns
 /// the bytes written.
 pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
+    serve_chunks_with_room(chunks, None)
+}
+
+/// [`serve_chunks`], with a client that takes at most `room` bytes of the
+/// answers each time the connection is served (`None`: all of them), so
+/// that answers wait, parked, for the client to take them.
+pub fn serve_chunks_with_room(chunks: &[&[u8]], room: Option<usize>) -> Vec<u8> {
     static CONFIG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
     let config = CONFIG.get_or_init(|| Config { body_read_timeout: Duration::from_millis(1), ..Config::default() });
     let mut scratch = Scratch::new(config);
@@ -48,10 +55,14 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
     let mut conn = ConnState::default();
     let mut cx =
         Ctx { handler: &handler, config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
-    // Each round consumes at least one chunk, so this ends.
+    // Each round consumes a chunk or lets the client take at least one
+    // byte, so this ends.
     loop {
         io.release();
-        if serve(&mut conn, &mut io, &mut cx) == Next::Close || (io.chunks.is_empty() && io.current.is_empty()) {
+        io.room = room.map(|r| r.max(1));
+        let next = serve(&mut conn, &mut io, &mut cx);
+        let idle = io.chunks.is_empty() && io.current.is_empty() && conn.unsent_since().is_none();
+        if next == Next::Close || idle {
             break;
         }
     }

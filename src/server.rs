@@ -260,6 +260,17 @@ impl Server {
         self
     }
 
+    /// Most response bytes held, server-wide, for clients slow to take
+    /// them: an answer a client does not take at once waits with its parked
+    /// connection (holding no worker) while this allows; past it, the
+    /// worker waits on the client as it writes, up to `write_timeout` per
+    /// stall. Bodies that live in a `&'static` slice count nothing. Default:
+    /// [`DEFAULT_MAX_UNSENT_BYTES`](crate::DEFAULT_MAX_UNSENT_BYTES).
+    pub fn max_unsent_bytes(mut self, n: u64) -> Server {
+        self.config.max_unsent_bytes = n;
+        self
+    }
+
     /// Runs the server on this thread, forever.
     ///
     /// # Errors

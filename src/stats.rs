@@ -1,5 +1,6 @@
 //! Live counters: relaxed atomics, cheap enough to bump on every request.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A snapshot of a running server, from [`ServerHandle::stats`](crate::ServerHandle::stats).
@@ -33,6 +34,9 @@ pub struct Stats {
     /// Connections answered `503` because the server was saturated
     /// ([`Overload::Reject`](crate::Overload::Reject)).
     pub rejected: u64,
+    /// Response bytes held for clients slow to take them (see
+    /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).
+    pub unsent_bytes: u64,
 }
 
 /// The counters behind [`Stats`]; one cache line each so that workers
@@ -47,6 +51,22 @@ pub(crate) struct Counters {
     panics: Padded,
     io_errors: Padded,
     rejected: Padded,
+    /// Response bytes held for slow clients, shared with what holds them.
+    unsent: Arc<AtomicU64>,
+}
+
+/// A count of response bytes held for a slow client, given back when
+/// dropped (the answer sent, or its connection closed).
+#[derive(Debug)]
+pub(crate) struct Held {
+    total: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.bytes, Relaxed);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -89,6 +109,15 @@ impl Counters {
         self.rejected.bump();
     }
 
+    /// Counts `bytes` held for a slow client, unless the total would pass
+    /// `cap`.
+    pub(crate) fn hold(&self, bytes: u64, cap: u64) -> Option<Held> {
+        self.unsent
+            .fetch_update(Relaxed, Relaxed, |total| total.checked_add(bytes).filter(|&t| t <= cap))
+            .ok()
+            .map(|_| Held { total: self.unsent.clone(), bytes })
+    }
+
     pub(crate) fn snapshot(&self, parked: usize, queued: usize) -> Stats {
         let accepted = self.accepted.get();
         let open = accepted.saturating_sub(self.closed.get());
@@ -104,6 +133,7 @@ impl Counters {
             panics: self.panics.get(),
             io_errors: self.io_errors.get(),
             rejected: self.rejected.get(),
+            unsent_bytes: self.unsent.load(Relaxed),
         }
     }
 }

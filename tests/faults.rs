@@ -403,6 +403,7 @@ fn a_client_slow_to_read_a_large_answer_holds_no_worker() {
     let mut other = connect(addr);
     send(&mut other, &get("/"));
     assert_eq!(read_reply(&mut other, false).unwrap().body, b"ok");
+    assert!(server.stats().unsent_bytes > 16 << 20, "{:?}", server.stats());
     // The slow client gets the whole answer once it reads.
     let mut rest = Vec::new();
     let mut line = String::new();
@@ -421,6 +422,7 @@ fn a_client_slow_to_read_a_large_answer_holds_no_worker() {
     send(&mut slow, &get("/"));
     assert_eq!(read_reply(&mut slow, false).unwrap().body, b"ok");
     assert_eq!(server.stats().timeouts, 0);
+    assert_eq!(server.stats().unsent_bytes, 0);
     assert!(server.shutdown());
 }
 
@@ -437,6 +439,7 @@ fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     let mut first = [0u8; 1];
     stalled.read_exact(&mut first).unwrap();
     wait_for(&server, "the write timeout", |s| s.timeouts == 1 && s.open == 0);
+    assert_eq!(server.stats().unsent_bytes, 0, "the answer was dropped with its connection");
     // What was sent before the close is there; the answer is cut short.
     let mut got = Vec::new();
     let _ = stalled.read_to_end(&mut got);

@@ -2,7 +2,7 @@
 //! inputs of `fuzz/seeds/` with their exact expected responses, and one test
 //! per problem found while fuzzing (see the tests' comments).
 
-use httpool::fuzz::{parse, serve_chunks};
+use httpool::fuzz::{parse, serve_chunks, serve_chunks_with_room};
 
 /// One response as written by the server.
 #[derive(Debug)]
@@ -222,4 +222,33 @@ fn continue_does_not_overtake_an_earlier_pipelined_response() {
         "responses out of order: {lines:?}"
     );
     assert_eq!(responses(&out).last().unwrap().body, b"body");
+}
+
+/// A client that takes the answers a few bytes at a time (they wait, parked,
+/// for it) gets exactly what one that takes them at once gets: pipelined
+/// requests, bodies (`100-continue` included), chunked input, a 40 kB body
+/// answered with a 40 kB answer, an error and its close.
+#[test]
+fn a_client_taking_answers_a_few_bytes_at_a_time_gets_the_same_bytes() {
+    let mut big = b"POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 40000\r\n\r\n".to_vec();
+    big.extend(std::iter::repeat_n(b'b', 40_000));
+    big.extend_from_slice(GET);
+    let mut burst = GET.repeat(30);
+    burst.extend_from_slice(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n");
+    let inputs: [&[&[u8]]; 6] = [
+        &[GET, GET],
+        &[PIPELINED],
+        &[EXPECT_HEAD, b"body", GET],
+        &[CHUNKED, POST_CL],
+        &[&big[..100], &big[100..]],
+        &[&burst],
+    ];
+    for chunks in inputs {
+        let whole = serve_chunks(chunks);
+        assert!(!whole.is_empty());
+        for room in [1, 7, 100, 5000] {
+            let slow = serve_chunks_with_room(chunks, Some(room));
+            assert!(slow == whole, "{room} bytes at a time: {} bytes against {}", slow.len(), whole.len());
+        }
+    }
 }

@@ -6,7 +6,10 @@
 //! ```text
 //! byte 0      mode: bit 4 clear -> low 4 bits = number of cut points K,
 //!                   followed by K little-endian u16 cut positions
-//!                   (taken modulo the payload length + 1);
+//!                   (taken modulo the payload length + 1); bits 5..7,
+//!                   when not 0, also run a client that takes only
+//!                   16 << bits bytes of the answers at a time, which must
+//!                   get the same bytes;
 //!                   bit 4 set   -> no cut bytes; the payload is split into
 //!                   pieces of (mode >> 5) + 1 bytes (1..=8: a trickle).
 //! rest        the bytes the client sends.
@@ -42,6 +45,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let chunks = split(mode, rest);
     let out = httpool::fuzz::serve_chunks(&chunks);
+    // Bits 5..7 of a cut-mode byte: a client that takes only 32..2048
+    // bytes of the answers at a time. What it gets in the end is the same.
+    if mode & 0x10 == 0 && mode >> 5 != 0 {
+        let room = 16usize << (mode >> 5);
+        let slow = httpool::fuzz::serve_chunks_with_room(&chunks, Some(room));
+        assert!(slow == out, "a client taking {room} bytes at a time got other bytes");
+    }
     if let Err(why) = check_output(&out) {
         panic!(
             "invalid server output: {why}\n--- output ({} bytes) ---\n{}",

@@ -459,6 +459,35 @@ fn answers_a_slow_client_has_not_taken_go_out_before_a_handler_waits_for_a_body(
 }
 
 #[test]
+fn bytes_held_for_a_slow_client_are_counted_and_given_back() {
+    let mut s = Served::new(&big);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    io.room = Some(10);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    let head = BIG_HEAD.len() - "D".len() + crate::date::DATE_LEN;
+    // The head's rest, and the whole body (it is kept as it is).
+    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, (head - 10 + 100_000) as u64);
+    io.room = None;
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, 0);
+}
+
+#[test]
+fn past_the_cap_on_held_bytes_the_worker_waits_for_the_slow_client() {
+    let mut s = Served::new(&big);
+    s.config.max_unsent_bytes = 50_000;
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    io.room = Some(10);
+    // The script's wait for room lets the client take the rest.
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.unsent_since(), None);
+    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, 0);
+    assert_wire(&io.written, &format!("{BIG_HEAD}{}", "x".repeat(100_000)));
+}
+
+#[test]
 fn at_shutdown_an_unsent_answer_is_finished_waiting_then_closed() {
     let mut s = Served::new(&big);
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
