@@ -2,7 +2,7 @@
 //! inputs of `fuzz/seeds/` with their exact expected responses, and one test
 //! per problem found while fuzzing (see the tests' comments).
 
-use httpool::fuzz::{parse, serve_chunks, serve_chunks_with_room};
+use httpool::fuzz::{parse, redact_dates, serve_chunks, serve_chunks_with_room};
 
 /// One response as written by the server.
 #[derive(Debug)]
@@ -244,10 +244,11 @@ fn a_client_taking_answers_a_few_bytes_at_a_time_gets_the_same_bytes() {
         &[&burst],
     ];
     for chunks in inputs {
-        let whole = serve_chunks(chunks);
-        assert!(!whole.is_empty());
+        // `Date` may tick between runs.
+        let whole = redact_dates(&serve_chunks(chunks));
+        assert!(String::from_utf8_lossy(&whole).contains("\r\nDate: D\r\n"));
         for room in [1, 7, 100, 5000] {
-            let slow = serve_chunks_with_room(chunks, Some(room));
+            let slow = redact_dates(&serve_chunks_with_room(chunks, Some(room)));
             assert!(slow == whole, "{room} bytes at a time: {} bytes against {}", slow.len(), whole.len());
         }
     }

@@ -50,7 +50,9 @@ fuzz_target!(|data: &[u8]| {
     if mode & 0x10 == 0 && mode >> 5 != 0 {
         let room = 16usize << (mode >> 5);
         let slow = httpool::fuzz::serve_chunks_with_room(&chunks, Some(room));
-        assert!(slow == out, "a client taking {room} bytes at a time got other bytes");
+        // `Date` may tick between the two runs.
+        let (slow, whole) = (httpool::fuzz::redact_dates(&slow), httpool::fuzz::redact_dates(&out));
+        assert!(slow == whole, "a client taking {room} bytes at a time got other bytes");
     }
     if let Err(why) = check_output(&out) {
         panic!(
