@@ -6,6 +6,7 @@
 //! slow clients hold no thread — or [`Next::Close`].
 
 use std::borrow::Cow;
+use std::fs::File;
 use std::io;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -86,11 +87,15 @@ pub(crate) struct ConnState {
 }
 
 /// The rest of the answers a client is slow to take: encoded bytes, then
-/// a large in-memory body, then what becomes of the connection.
+/// a large in-memory body or a file body, then what becomes of the
+/// connection.
 #[derive(Debug)]
 struct Unsent {
     bytes: Vec<u8>,
     body: Cow<'static, [u8]>,
+    /// A file body: the file at the first byte not sent, and how many are
+    /// left.
+    file: Option<(File, u64)>,
     /// Sent so far of `bytes`, then of `body`.
     bytes_at: usize,
     body_at: usize,
@@ -105,11 +110,13 @@ impl Unsent {
     /// Writes what the client takes now: `Ok(true)` once everything is
     /// out (a TLS session's records included).
     fn send<T: Transport>(&mut self, io: &mut T) -> io::Result<bool> {
-        let before = (self.bytes_at, self.body_at);
+        let file_left = |u: &Unsent| u.file.as_ref().map_or(0, |(_, left)| *left);
+        let before = (self.bytes_at, self.body_at, file_left(self));
         let done = write_now(io, &self.bytes, &mut self.bytes_at)?
             && write_now(io, &self.body, &mut self.body_at)?
+            && send_file_now(io, &mut self.file)?
             && flush_now(io)?;
-        if (self.bytes_at, self.body_at) != before {
+        if (self.bytes_at, self.body_at, file_left(self)) != before {
             self.since = Instant::now();
         }
         Ok(done)
@@ -117,9 +124,21 @@ impl Unsent {
 
     /// Writes the rest, waiting for the client up to `timeout` each time it
     /// stops taking bytes (at shutdown, when parking is over).
-    fn send_waiting<T: Transport>(&self, io: &mut T, timeout: Duration) -> io::Result<()> {
+    fn send_waiting<T: Transport>(&mut self, io: &mut T, timeout: Duration) -> io::Result<()> {
         write_all_wait(io, &self.bytes[self.bytes_at..], timeout)?;
-        write_all_wait(io, &self.body[self.body_at..], timeout)
+        write_all_wait(io, &self.body[self.body_at..], timeout)?;
+        match &mut self.file {
+            Some((file, left)) => io.send_file(file, *left, timeout),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Sends what the socket takes now of a file body, if there is one.
+fn send_file_now<T: Transport>(io: &mut T, file: &mut Option<(File, u64)>) -> io::Result<bool> {
+    match file {
+        Some((file, left)) => io.send_file_now(file, left),
+        None => Ok(true),
     }
 }
 
@@ -406,49 +425,60 @@ fn send_queued<T: Transport, H: ?Sized>(
     cx: &mut Ctx<'_, H>,
     then: Then,
 ) -> Result<bool, ()> {
-    send_or_keep(conn, io, cx, Cow::Borrowed(&[]), then).map_err(|e| debug!("{}: write failed: {e}", cx.peer))
+    send_or_keep(conn, io, cx, Cow::Borrowed(&[]), None, then).map_err(|e| debug!("{}: write failed: {e}", cx.peer))
 }
 
-/// [`send_queued`], with `body` written after the queued answers.
+/// [`send_queued`], with `body`, then `file` (a file and the length to send
+/// from its position), written after the queued answers.
 fn send_or_keep<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
     body: Cow<'static, [u8]>,
+    mut file: Option<(File, u64)>,
     then: Then,
 ) -> io::Result<bool> {
     if conn.unsent.is_some() {
         // Already waiting for the client; nothing was queued since.
-        debug_assert!(cx.scratch.out.is_empty() && body.is_empty());
+        debug_assert!(cx.scratch.out.is_empty() && body.is_empty() && file.is_none());
         return Ok(false);
     }
+    let timeout = cx.config.write_timeout;
     if cx.stopping.load(Ordering::Relaxed) {
         flush(io, cx)?;
-        write_all_wait(io, &body, cx.config.write_timeout)?;
+        write_all_wait(io, &body, timeout)?;
+        if let Some((file, len)) = &mut file {
+            io.send_file(file, *len, timeout)?;
+        }
         return Ok(true);
     }
     let out = &mut cx.scratch.out;
     let (mut bytes_at, mut body_at) = (0, 0);
-    let sent = write_now(io, out, &mut bytes_at)
-        .and_then(|done| Ok(done && write_now(io, &body, &mut body_at)? && flush_now(io)?));
+    let sent = write_now(io, out, &mut bytes_at).and_then(|done| {
+        Ok(done && write_now(io, &body, &mut body_at)? && send_file_now(io, &mut file)? && flush_now(io)?)
+    });
     let Ok(false) = sent else {
         out.clear();
         return sent;
     };
-    // Only bytes that live in memory for this answer are counted.
+    // Only bytes that live in memory for this answer are counted (not a
+    // static body, not a file).
     let owned = if let Cow::Owned(b) = &body { b.len() } else { 0 };
     let Some(held) = cx.counters.hold((out.len() - bytes_at + owned) as u64, cx.config.max_unsent_bytes) else {
         // Too much is held for slow clients already: this worker waits.
-        let timeout = cx.config.write_timeout;
-        let waited =
-            write_all_wait(io, &out[bytes_at..], timeout).and_then(|()| write_all_wait(io, &body[body_at..], timeout));
+        let waited = write_all_wait(io, &out[bytes_at..], timeout)
+            .and_then(|()| write_all_wait(io, &body[body_at..], timeout))
+            .and_then(|()| match &mut file {
+                Some((file, left)) => io.send_file(file, *left, timeout),
+                None => Ok(()),
+            });
         out.clear();
         return waited.map(|()| true);
     };
     let bytes = out[bytes_at..].to_vec();
     out.clear();
     let since = Instant::now();
-    conn.unsent = Some(Box::new(Unsent { bytes, body, bytes_at: 0, body_at, then, since, _held: held }));
+    conn.unsent = Some(Box::new(Unsent { bytes, body, file, bytes_at: 0, body_at, then, since, _held: held }));
     Ok(false)
 }
 
@@ -647,19 +677,21 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         upgrade(conn, io, cx, on_upgrade);
         return Then::Close;
     }
-    // A large body in memory goes out as far as the client takes it now;
-    // the connection parks with the rest rather than hold the worker.
+    // A large body in memory, or a file, goes out as far as the client
+    // takes it now; the connection parks with the rest rather than hold the
+    // worker.
     let held = match mem::replace(&mut resp.body, Payload::Static(b"")) {
         _ if matches!(framing, Framing::None { .. }) => None,
-        Payload::Static(b) if b.len() > INLINE_BODY => Some(Cow::Borrowed(b)),
-        Payload::Owned(b) if b.len() > INLINE_BODY => Some(Cow::Owned(b)),
+        Payload::Static(b) if b.len() > INLINE_BODY => Some((Cow::Borrowed(b), None)),
+        Payload::Owned(b) if b.len() > INLINE_BODY => Some((Cow::Owned(b), None)),
+        Payload::File { file, len } => Some((Cow::Borrowed(&[][..]), Some((file, len)))),
         body => {
             resp.body = body;
             None
         }
     };
     let written = match held {
-        Some(body) => send_or_keep(conn, io, cx, body, Then::KeepAlive).map(drop),
+        Some((body, file)) => send_or_keep(conn, io, cx, body, file, Then::KeepAlive).map(drop),
         None => write_body(io, &mut cx.scratch.out, resp.body, framing, cx.config.write_timeout),
     };
     if let Err(e) = written {

@@ -48,6 +48,69 @@ pub(crate) trait Transport: Read + Write {
     /// was already written. Plain TCP hands the file to the kernel
     /// (`sendfile` on Linux); other transports copy through a buffer.
     fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()>;
+
+    /// Sends what the socket takes now of the `*left` bytes of `file` from
+    /// its position: `Ok(true)` when all went, `Ok(false)` when the socket
+    /// is full, with the file positioned at the first byte not sent and
+    /// `*left` counting down.
+    fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
+        copy_file_now(self, file, left)
+    }
+}
+
+/// [`Transport::send_file_now`] through a buffer: what the socket does not
+/// take of a chunk read is given back by moving the file position back.
+fn copy_file_now<T: Transport + ?Sized>(io: &mut T, file: &mut File, left: &mut u64) -> io::Result<bool> {
+    use std::io::{Seek, SeekFrom};
+    let mut chunk = [0u8; 16 * 1024];
+    while *left > 0 {
+        let want = chunk.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
+        let n = file.read(&mut chunk[..want])?;
+        if n == 0 {
+            return Err(file_too_short());
+        }
+        let mut at = 0;
+        while at < n {
+            match io.write(&chunk[at..n]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(k) => at += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        *left -= at as u64;
+        if at < n {
+            file.seek(SeekFrom::Current(-((n - at) as i64)))?;
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// [`Transport::send_file_now`] with `sendfile(2)`.
+#[cfg(target_os = "linux")]
+fn send_file_now_linux(sock: &std::net::TcpStream, file: &mut File, left: &mut u64) -> io::Result<bool> {
+    use std::io::{Seek, SeekFrom};
+    let mut offset = file.stream_position()?;
+    let sent = loop {
+        if *left == 0 {
+            break true;
+        }
+        let count = usize::try_from(*left).unwrap_or(usize::MAX).min(1 << 30);
+        match rustix::fs::sendfile(sock, &*file, Some(&mut offset), count) {
+            Ok(0) => return Err(file_too_short()),
+            Ok(n) => *left -= n as u64,
+            Err(rustix::io::Errno::AGAIN) => break false,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    };
+    // `sendfile` with an offset leaves the file's position alone.
+    if !sent {
+        file.seek(SeekFrom::Start(offset))?;
+    }
+    Ok(sent)
 }
 
 /// `sendfile(2)` from the file's position to a plain TCP socket: the kernel
@@ -239,6 +302,14 @@ impl Transport for Socket<'_> {
             return send_file_linux(sock, self.waiter, file, len, timeout);
         }
         copy_file(self, file, len, timeout)
+    }
+
+    fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
+        #[cfg(target_os = "linux")]
+        if let Stream::Tcp(sock) = &*self.stream {
+            return send_file_now_linux(sock, file, left);
+        }
+        copy_file_now(self, file, left)
     }
 }
 

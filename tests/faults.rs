@@ -446,3 +446,44 @@ fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     assert!(got.len() < 32 << 20, "{} bytes", got.len());
     assert!(server.shutdown());
 }
+
+#[test]
+fn a_client_slow_to_read_a_large_file_holds_no_worker() {
+    let path = std::env::temp_dir().join(format!("httpool-slow-file-{}", std::process::id()));
+    std::fs::write(&path, vec![b'f'; 32 << 20]).unwrap();
+    let file_path = path.clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .write_timeout(Duration::from_secs(120))
+        .spawn(move |req: &mut Request| match req.path() {
+            "/file" => Response::file(std::fs::File::open(&file_path).unwrap(), 32 << 20),
+            _ => Response::text("ok"),
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    let mut slow = connect(addr);
+    send(&mut slow, &get("/file"));
+    let mut first = [0u8; 1];
+    slow.read_exact(&mut first).unwrap();
+    let mut other = connect(addr);
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"ok");
+    // The file is not held in memory.
+    assert_eq!(server.stats().unsent_bytes, 0);
+    let mut head = String::from("H");
+    let mut line = String::new();
+    while line != "\r\n" {
+        line.clear();
+        slow.read_line(&mut line).unwrap();
+        head.push_str(&line);
+    }
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    let mut body = vec![0u8; 32 << 20];
+    slow.read_exact(&mut body).unwrap();
+    assert!(body.iter().all(|&b| b == b'f'));
+    send(&mut slow, &get("/"));
+    assert_eq!(read_reply(&mut slow, false).unwrap().body, b"ok");
+    assert!(server.shutdown());
+    std::fs::remove_file(&path).unwrap();
+}

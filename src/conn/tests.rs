@@ -616,3 +616,34 @@ fn a_file_body_is_sent_with_its_length_from_its_position() {
     assert_eq!(r.wire, format!("{head}23456{head}"));
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn a_file_body_the_client_is_slow_to_take_parks_at_its_place_in_the_file() {
+    use std::io::{Seek, SeekFrom, Write};
+    let path = std::env::temp_dir().join(format!("httpool-conn-slow-file-{}", std::process::id()));
+    let content: Vec<u8> = (0..120_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    std::fs::File::create(&path).unwrap().write_all(&content).unwrap();
+    let file_path = path.clone();
+    let handler = move |_: &mut Request<'_>| {
+        let mut file = std::fs::File::open(&file_path).unwrap();
+        file.seek(SeekFrom::Start(7)).unwrap();
+        Response::file(file, 100_000)
+    };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    for room in [30_000, 1, 25_000, 50_000] {
+        io.room = Some(room);
+        assert_eq!(s.serve(&mut io), Next::Park);
+        assert!(s.conn.unsent_since().is_some(), "after {} bytes", io.written.len());
+    }
+    // Only the head's rest was in memory: the file stays on disk.
+    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, 0);
+    io.room = None;
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.unsent_since(), None);
+    let body = String::from_utf8(content[7..100_007].to_vec()).unwrap();
+    let head = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n";
+    assert_wire(&io.written, &format!("{head}{body}{head}{body}"));
+    std::fs::remove_file(&path).unwrap();
+}
