@@ -125,12 +125,24 @@ impl Unsent {
     /// Writes the rest, waiting for the client up to `timeout` each time it
     /// stops taking bytes (at shutdown, when parking is over).
     fn send_waiting<T: Transport>(&mut self, io: &mut T, timeout: Duration) -> io::Result<()> {
-        write_all_wait(io, &self.bytes[self.bytes_at..], timeout)?;
-        write_all_wait(io, &self.body[self.body_at..], timeout)?;
-        match &mut self.file {
-            Some((file, left)) => io.send_file(file, *left, timeout),
-            None => Ok(()),
-        }
+        send_all_waiting(io, &self.bytes[self.bytes_at..], &self.body[self.body_at..], &mut self.file, timeout)
+    }
+}
+
+/// Writes `bytes`, `body`, then the file body, waiting for the client up to
+/// `timeout` each time it stops taking bytes.
+fn send_all_waiting<T: Transport>(
+    io: &mut T,
+    bytes: &[u8],
+    body: &[u8],
+    file: &mut Option<(File, u64)>,
+    timeout: Duration,
+) -> io::Result<()> {
+    write_all_wait(io, bytes, timeout)?;
+    write_all_wait(io, body, timeout)?;
+    match file {
+        Some((file, left)) => io.send_file(file, *left, timeout),
+        None => Ok(()),
     }
 }
 
@@ -301,13 +313,8 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     // may wait on the client for a body; a client slow to
                     // take them is waited for parked, the head kept unparsed.
                     if body_needs_socket(conn, &head) {
-                        match send_queued(conn, io, cx, Then::KeepAlive) {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                conn.detach(&mut cx.scratch.buffers, Instant::now);
-                                return Next::Park;
-                            }
-                            Err(()) => return finish(conn, io, cx, None),
+                        if let Some(next) = send_before_going_on(conn, io, cx) {
+                            return next;
                         }
                     }
                     let then = respond(conn, io, cx, head);
@@ -334,13 +341,8 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                     // but only up to a bound: a burst of small requests for
                     // large answers must not pile them all up in memory.
                     if cx.scratch.out.len() >= PIPELINE_FLUSH {
-                        match send_queued(conn, io, cx, Then::KeepAlive) {
-                            Ok(true) => {}
-                            Ok(false) => {
-                                conn.detach(&mut cx.scratch.buffers, Instant::now);
-                                return Next::Park;
-                            }
-                            Err(()) => return finish(conn, io, cx, None),
+                        if let Some(next) = send_before_going_on(conn, io, cx) {
+                            return next;
                         }
                     }
                     continue;
@@ -428,6 +430,24 @@ fn send_queued<T: Transport, H: ?Sized>(
     send_or_keep(conn, io, cx, Cow::Borrowed(&[]), None, then).map_err(|e| debug!("{}: write failed: {e}", cx.peer))
 }
 
+/// [`send_queued`] before the connection goes on to its next request:
+/// `None` to go on, else what becomes of it (parked until the client takes
+/// the rest, or closed).
+fn send_before_going_on<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+) -> Option<Next> {
+    match send_queued(conn, io, cx, Then::KeepAlive) {
+        Ok(true) => None,
+        Ok(false) => {
+            conn.detach(&mut cx.scratch.buffers, Instant::now);
+            Some(Next::Park)
+        }
+        Err(()) => Some(finish(conn, io, cx, None)),
+    }
+}
+
 /// [`send_queued`], with `body`, then `file` (a file and the length to send
 /// from its position), written after the queued answers.
 fn send_or_keep<T: Transport, H: ?Sized>(
@@ -445,12 +465,9 @@ fn send_or_keep<T: Transport, H: ?Sized>(
     }
     let timeout = cx.config.write_timeout;
     if cx.stopping.load(Ordering::Relaxed) {
-        flush(io, cx)?;
-        write_all_wait(io, &body, timeout)?;
-        if let Some((file, len)) = &mut file {
-            io.send_file(file, *len, timeout)?;
-        }
-        return Ok(true);
+        let sent = send_all_waiting(io, &cx.scratch.out, &body, &mut file, timeout);
+        cx.scratch.out.clear();
+        return sent.map(|()| true);
     }
     let out = &mut cx.scratch.out;
     let (mut bytes_at, mut body_at) = (0, 0);
@@ -466,12 +483,7 @@ fn send_or_keep<T: Transport, H: ?Sized>(
     let owned = if let Cow::Owned(b) = &body { b.len() } else { 0 };
     let Some(held) = cx.counters.hold((out.len() - bytes_at + owned) as u64, cx.config.max_unsent_bytes) else {
         // Too much is held for slow clients already: this worker waits.
-        let waited = write_all_wait(io, &out[bytes_at..], timeout)
-            .and_then(|()| write_all_wait(io, &body[body_at..], timeout))
-            .and_then(|()| match &mut file {
-                Some((file, left)) => io.send_file(file, *left, timeout),
-                None => Ok(()),
-            });
+        let waited = send_all_waiting(io, &out[bytes_at..], &body[body_at..], &mut file, timeout);
         out.clear();
         return waited.map(|()| true);
     };
