@@ -318,10 +318,9 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
                         }
                     }
                     let then = respond(conn, io, cx, head);
-                    if let Some(unsent) = &mut conn.unsent {
+                    if conn.unsent.is_some() {
                         // The client is slow to take the answer: it parks
-                        // until it takes the rest.
-                        unsent.then = then;
+                        // until it takes the rest, then goes on as `then`.
                         conn.detach(&mut cx.scratch.buffers, Instant::now);
                         return Next::Park;
                     }
@@ -564,12 +563,12 @@ fn finish<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
 /// whatever comes until the client closes or [`LINGER`] is over (RFC 9112
 /// §9.6). Its unparsed bytes are dropped: nothing more is served on it.
 fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
-    // At shutdown, parked connections are closed anyway.
     let sent = send_queued(conn, io, cx, Then::Linger);
     if sent == Ok(false) {
         conn.detach(&mut cx.scratch.buffers, Instant::now);
         return Next::Park;
     }
+    // At shutdown, parked connections are closed anyway.
     if sent.is_err() || cx.stopping.load(Ordering::Relaxed) {
         conn.detach(&mut cx.scratch.buffers, Instant::now);
         return Next::Close;
@@ -689,34 +688,18 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         upgrade(conn, io, cx, on_upgrade);
         return Then::Close;
     }
-    // A large body in memory, or a file, goes out as far as the client
-    // takes it now; the connection parks with the rest rather than hold the
-    // worker.
-    let held = match mem::replace(&mut resp.body, Payload::Static(b"")) {
-        _ if matches!(framing, Framing::None { .. }) => None,
-        Payload::Static(b) if b.len() > INLINE_BODY => Some((Cow::Borrowed(b), None)),
-        Payload::Owned(b) if b.len() > INLINE_BODY => Some((Cow::Owned(b), None)),
-        Payload::File { file, len } => Some((Cow::Borrowed(&[][..]), Some((file, len)))),
-        body => {
-            resp.body = body;
-            None
-        }
-    };
-    let written = match held {
-        Some((body, file)) => send_or_keep(conn, io, cx, body, file, Then::KeepAlive).map(drop),
-        None => write_body(io, &mut cx.scratch.out, resp.body, framing, cx.config.write_timeout),
-    };
-    if let Err(e) = written {
-        debug!("{}: response body failed: {e}", cx.peer);
-        return Then::Close;
-    }
-    match keep_alive {
+    let then = match keep_alive {
         true => Then::KeepAlive,
         // Part of the body is still to come, or requests were pipelined
         // behind this one.
         false if !body_done || conn.has_partial_head() => Then::Linger,
         false => Then::Close,
+    };
+    if let Err(e) = write_body(conn, io, cx, resp.body, framing, then) {
+        debug!("{}: response body failed: {e}", cx.peer);
+        return Then::Close;
     }
+    then
 }
 
 /// The response and its framing, or a `500` in its place when the handler's
@@ -787,41 +770,39 @@ fn keep_alive(head: &Head, resp: &Response, framing: Framing, body_done: bool, c
     requested && !resp.close && framing != Framing::CloseDelimited && body_done && !closing && !declined_upgrade
 }
 
-/// Queues or writes the response body as `framing` says.
-fn write_body<T: Transport>(
+/// Writes or queues the body after its head: one in memory up to
+/// [`INLINE_BODY`] is copied behind the head; a larger one, or a file, goes
+/// out as far as the client takes it now, and the connection parks with the
+/// rest (then goes on as `then`) rather than hold the worker; a stream is
+/// written by the worker as it is produced.
+fn write_body<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
     io: &mut T,
-    out: &mut Vec<u8>,
+    cx: &mut Ctx<'_, H>,
     body: Payload,
     framing: Framing,
-    timeout: std::time::Duration,
+    then: Then,
 ) -> io::Result<()> {
     if let Framing::None { .. } = framing {
         return Ok(());
     }
-    let bytes: &[u8] = match body {
-        Payload::Static(b) => b,
-        Payload::Owned(ref b) => b,
-        Payload::Reader { reader, .. } => {
-            return copy_body(reader, BodyWriter::new(io, out, framing, timeout));
-        }
+    let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
+    let (body, file) = match body {
+        Payload::Static(b) => (Cow::Borrowed(b), None),
+        Payload::Owned(b) => (Cow::Owned(b), None),
+        Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
+        Payload::Reader { reader, .. } => return copy_body(reader, BodyWriter::new(io, out, framing, timeout)),
         Payload::Writer(write) => {
             let mut writer = BodyWriter::new(io, out, framing, timeout);
             write(&mut writer)?;
             return writer.finish();
         }
-        Payload::File { mut file, len } => {
-            write_all_wait(io, out, timeout)?;
-            out.clear();
-            return io.send_file(&mut file, len, timeout);
-        }
     };
-    if bytes.len() <= INLINE_BODY {
-        out.extend_from_slice(bytes);
+    if file.is_none() && body.len() <= INLINE_BODY {
+        out.extend_from_slice(&body);
         return Ok(());
     }
-    write_all_wait(io, out, timeout)?;
-    out.clear();
-    write_all_wait(io, bytes, timeout)
+    send_or_keep(conn, io, cx, body, file, then).map(drop)
 }
 
 #[cfg(test)]

@@ -44,17 +44,25 @@ pub(crate) trait Transport: Read + Write {
     /// goes on.
     fn shutdown_write(&mut self) {}
 
-    /// Sends `len` bytes of `file` from its current position, after what
-    /// was already written. Plain TCP hands the file to the kernel
-    /// (`sendfile` on Linux); other transports copy through a buffer.
-    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()>;
-
     /// Sends what the socket takes now of the `*left` bytes of `file` from
     /// its position: `Ok(true)` when all went, `Ok(false)` when the socket
     /// is full, with the file positioned at the first byte not sent and
-    /// `*left` counting down.
+    /// `*left` counting down. Plain TCP hands the file to the kernel
+    /// (`sendfile` on Linux); other transports copy through a buffer.
     fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
         copy_file_now(self, file, left)
+    }
+
+    /// Sends `len` bytes of `file` from its current position, after what
+    /// was already written, waiting up to `timeout` each time the peer
+    /// stops taking bytes.
+    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
+        let mut left = len;
+        while !self.send_file_now(file, &mut left)? {
+            self.wait(Ready::Writable, timeout)?;
+        }
+        // A TLS stream may still hold records.
+        write_all_wait(self, &[], timeout)
     }
 }
 
@@ -113,49 +121,6 @@ fn send_file_now_linux(sock: &std::net::TcpStream, file: &mut File, left: &mut u
     Ok(sent)
 }
 
-/// `sendfile(2)` from the file's position to a plain TCP socket: the kernel
-/// moves the bytes, the worker only waits while the socket is full.
-#[cfg(target_os = "linux")]
-fn send_file_linux(
-    sock: &std::net::TcpStream,
-    waiter: &mut Waiter,
-    file: &mut File,
-    len: u64,
-    timeout: Duration,
-) -> io::Result<()> {
-    use std::io::Seek;
-    let mut offset = file.stream_position()?;
-    let end = offset + len;
-    while offset < end {
-        // Capped per call: sendfile moves at most about 2 GiB at once.
-        let count = usize::try_from(end - offset).unwrap_or(usize::MAX).min(1 << 30);
-        match rustix::fs::sendfile(sock, &*file, Some(&mut offset), count) {
-            Ok(0) => return Err(file_too_short()),
-            Ok(_) => {}
-            Err(rustix::io::Errno::AGAIN) => waiter.wait(sock, Ready::Writable, timeout)?,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// The buffered copy, for transports that cannot hand a file to the kernel.
-pub(crate) fn copy_file(io: &mut dyn Transport, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
-    let mut chunk = [0u8; 16 * 1024];
-    let mut left = len;
-    while left > 0 {
-        let want = chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = file.read(&mut chunk[..want])?;
-        if n == 0 {
-            return Err(file_too_short());
-        }
-        write_all_wait(io, &chunk[..n], timeout)?;
-        left -= n as u64;
-    }
-    Ok(())
-}
-
 fn file_too_short() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response length")
 }
@@ -185,7 +150,7 @@ pub(crate) fn read_wait(io: &mut dyn Transport, buf: &mut [u8], timeout: Duratio
 
 /// Writes all of `buf`, waiting up to `timeout` each time the peer stops
 /// taking bytes.
-pub(crate) fn write_all_wait(io: &mut dyn Transport, mut buf: &[u8], timeout: Duration) -> io::Result<()> {
+pub(crate) fn write_all_wait<T: Transport + ?Sized>(io: &mut T, mut buf: &[u8], timeout: Duration) -> io::Result<()> {
     while !buf.is_empty() {
         match io.write(buf) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -296,14 +261,6 @@ impl Transport for Socket<'_> {
         }
     }
 
-    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
-        #[cfg(target_os = "linux")]
-        if let Stream::Tcp(sock) = &*self.stream {
-            return send_file_linux(sock, self.waiter, file, len, timeout);
-        }
-        copy_file(self, file, len, timeout)
-    }
-
     fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
         #[cfg(target_os = "linux")]
         if let Stream::Tcp(sock) = &*self.stream {
@@ -391,10 +348,6 @@ impl Transport for Script {
         self.shut_write = true;
     }
 
-    fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
-        copy_file(self, file, len, timeout)
-    }
-
     fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
         if ready == Ready::Writable {
             self.room = None;
@@ -440,10 +393,6 @@ mod tests {
         fn wait(&mut self, _: Ready, _: Duration) -> io::Result<()> {
             self.waits += 1;
             Ok(())
-        }
-
-        fn send_file(&mut self, file: &mut File, len: u64, timeout: Duration) -> io::Result<()> {
-            copy_file(self, file, len, timeout)
         }
     }
 

@@ -647,3 +647,24 @@ fn a_file_body_the_client_is_slow_to_take_parks_at_its_place_in_the_file() {
     assert_wire(&io.written, &format!("{head}{body}{head}{body}"));
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn past_the_cap_a_file_body_is_sent_with_the_worker_waiting() {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("httpool-conn-capped-file-{}", std::process::id()));
+    std::fs::File::create(&path).unwrap().write_all(&[b'c'; 70_000]).unwrap();
+    let file_path = path.clone();
+    let handler = move |_: &mut Request<'_>| Response::file(std::fs::File::open(&file_path).unwrap(), 70_000);
+    let mut s = Served::new(&handler);
+    s.config.max_unsent_bytes = 0;
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    io.room = Some(10);
+    // The head's rest cannot be held: the worker waits (the script's wait
+    // lets the client take everything), and nothing is left unsent.
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.unsent_since(), None);
+    let head = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: application/octet-stream\r\nContent-Length: 70000\r\n\r\n";
+    assert_wire(&io.written, &format!("{head}{}", "c".repeat(70_000)));
+    std::fs::remove_file(&path).unwrap();
+}
