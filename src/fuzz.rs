@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::conn::{ConnState, Ctx, Next, Scratch, serve};
+use crate::conn::{ConnState, Ctx, Next, NoSeat, Scratch, serve};
 use crate::date::{DateCache, format_imf_fixdate};
 use crate::io::Script;
 use crate::parse::parse_head;
@@ -53,19 +53,42 @@ pub fn serve_chunks_with_room(chunks: &[&[u8]], room: Option<usize>) -> Vec<u8> 
     io.eof = true;
     io.patient = true;
     let mut conn = ConnState::default();
-    let mut cx =
-        Ctx { handler: &handler, config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
-    // Each round consumes a chunk or lets the client take at least one
-    // byte, so this ends.
+    let mut seat = NoSeat;
+    let mut cx = Ctx {
+        handler: &handler,
+        config,
+        scratch: &mut scratch,
+        stopping: &stopping,
+        counters: &counters,
+        peer,
+        seat: &mut seat,
+    };
+    // Readiness as the kernel gives it: the connection is served when bytes
+    // arrive, parks, and is served again only on a new arrival (or, while
+    // an answer waits, when the client takes some of it); a turn it yields
+    // comes round again. Each round consumes an arrival or lets the client
+    // take at least one byte, so this ends.
+    io.release();
     loop {
-        io.release();
         io.room = room.map(|r| r.max(1));
-        let next = serve(&mut conn, &mut io, &mut cx);
-        let idle = io.chunks.is_empty() && io.current.is_empty() && conn.unsent_since().is_none();
-        if next == Next::Close || idle {
-            break;
+        match serve(&mut conn, &mut io, &mut cx) {
+            Next::Close => return io.written,
+            Next::Yield => {}
+            Next::Park if conn.is_sending() => {
+                // The client reads on; what it sends meanwhile waits in the
+                // socket without waking the connection.
+                io.release();
+            }
+            Next::Park => {
+                if !io.release() {
+                    break;
+                }
+            }
         }
     }
+    // Parked for good: it must have read everything that arrived, or a
+    // wake-up was lost and a request goes unanswered.
+    assert!(io.is_drained(), "a parked connection left {} bytes unread", io.current.len());
     io.written
 }
 

@@ -10,6 +10,7 @@ mod body;
 mod config;
 mod conn;
 mod date;
+mod encode;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;
@@ -21,6 +22,7 @@ mod io;
 mod lot;
 mod monitor;
 mod net;
+mod outbox;
 mod parse;
 mod pool;
 mod request;

@@ -29,8 +29,8 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use crate::config::{Config, Overload};
 use crate::conn::ConnState;
 use crate::date::DateCache;
+use crate::encode::encode_overloaded;
 use crate::net::{Listener, Peer, Stream};
-use crate::response::{Response, encode_closing};
 use crate::stats::Counters;
 
 /// Token of the listening socket.
@@ -56,8 +56,9 @@ pub(crate) struct Conn {
     seat: usize,
     /// What the seat watches for, once the connection is registered there.
     watching: Option<Interest>,
-    /// When the current park ends (idle, head or write deadline).
-    deadline: Instant,
+    /// When the current park ends (idle, head, write or linger deadline);
+    /// `None`: never (a timeout of `Duration::MAX`).
+    deadline: Option<Instant>,
 }
 
 impl Conn {
@@ -179,9 +180,13 @@ impl Lot {
             return None;
         }
         match &self.slots[i] {
-            Slot::Parked(conn) if conn.deadline > now => {
-                self.timer_at[i] = Some(conn.deadline);
-                later.push((conn.deadline, slot, generation));
+            Slot::Parked(Conn { deadline: Some(deadline), .. }) if *deadline > now => {
+                self.timer_at[i] = Some(*deadline);
+                later.push((*deadline, slot, generation));
+                None
+            }
+            Slot::Parked(Conn { deadline: None, .. }) => {
+                self.timer_at[i] = None;
                 None
             }
             Slot::Parked(_) => {
@@ -202,14 +207,15 @@ impl Lot {
         self.generations.get(i) == Some(&generation) && self.timer_at[i] == Some(at)
     }
 
-    /// Takes every parked connection (shutdown), but for those with an
-    /// answer the client is still taking: they join their seat's ready
-    /// list, for a worker to finish the answer.
+    /// Takes every parked connection (shutdown), but for those with a
+    /// request in flight (a head or small body arriving, an answer the
+    /// client is still taking): they join their seat's ready list, for a
+    /// worker to finish the request.
     pub(crate) fn take_idle(&mut self) -> Vec<Conn> {
         let mut idle = Vec::new();
         for i in 0..self.slots.len() {
             match self.unpark(i) {
-                Some(conn) if conn.state.unsent_since().is_some() => self.push_ready(conn.seat, conn),
+                Some(conn) if conn.state.has_request_in_flight() => self.push_ready(conn.seat, conn),
                 Some(conn) => idle.push(conn),
                 None => {}
             }
@@ -507,8 +513,8 @@ impl Shared {
             lot.slots[slot as usize] = Slot::Busy { pending: false };
             let seat = lot.next_seat;
             lot.next_seat = (seat + 1) % lot.seats();
-            let state = ConnState::default();
-            let conn = Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: Instant::now() };
+            let state = ConnState::new(Some(Instant::now()));
+            let conn = Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None };
             if self.listener.delivers_data() {
                 lot.push_ready(accepted_at, conn);
                 None
@@ -538,11 +544,18 @@ impl Shared {
 
     /// `503` + `Retry-After` + close for a connection accepted while
     /// saturated. What the client already sent is read first so that the
-    /// close does not reset the connection under the response.
+    /// close does not reset the connection under the response. A TLS
+    /// client is closed without one: there is no session to send it in
+    /// (a plaintext answer would only corrupt its handshake).
     fn reject(&self, mut stream: Stream, peer: Peer, date: &mut Option<DateCache>) {
         let Overload::Reject { retry_after } = self.config.overload else {
             return;
         };
+        self.counters.rejected();
+        if self.serves_tls() {
+            debug!("{peer}: saturated; closed a TLS client without an answer");
+            return;
+        }
         // At most 16 reads: a client that keeps sending cannot hold the
         // accepting thread here.
         let mut sink = [0u8; 4096];
@@ -551,32 +564,29 @@ impl Shared {
                 break;
             }
         }
-        let mut resp = Response::error(503);
-        resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
         let mut out = Vec::with_capacity(192);
-        encode_closing(&resp, false, date.get_or_insert_with(DateCache::new).now(), &mut out);
+        encode_overloaded(retry_after, date.get_or_insert_with(DateCache::new).now(), &mut out);
         let _ = stream.write(&out);
         stream.shutdown_write();
         debug!("{peer}: saturated; answered 503");
-        self.counters.rejected();
+    }
+
+    /// True when connections are wrapped in TLS.
+    fn serves_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.config.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// Hands a connection with nothing to read back to its seat. Returns it
     /// when bytes arrived while the worker held it: serve it again.
     pub(crate) fn park(&self, mut conn: Conn) -> Option<Conn> {
-        let now = Instant::now();
-        let unsent = conn.state.unsent_since();
-        conn.deadline = match (unsent, conn.state.linger_until(), conn.state.head_started()) {
-            // Waiting for the client to take more of an answer.
-            (Some(since), _, _) => since + self.config.write_timeout,
-            (None, Some(until), _) => until,
-            (None, None, Some(started)) => started + self.config.head_timeout,
-            (None, None, None) if conn.state.requests == 0 => now + self.config.head_timeout,
-            (None, None, None) => now + self.config.idle_timeout,
-        };
+        conn.deadline = conn.state.deadline(&self.config);
+        let sending = conn.state.is_sending();
         // Only room to write matters while an answer is unsent: what the
         // client sends meanwhile waits until it is out.
-        let interest = if unsent.is_some() { Interest::WRITABLE } else { Interest::READABLE };
+        let interest = if sending { Interest::WRITABLE } else { Interest::READABLE };
         if conn.watching != Some(interest) {
             let registry = &self.seats[conn.seat].registry;
             let token = token(conn.slot, conn.generation);
@@ -594,8 +604,8 @@ impl Shared {
         let mut lot = self.lock();
         if lot.closed {
             drop(lot);
-            if unsent.is_some() {
-                // Shutting down: the worker sends the rest, waiting.
+            if conn.state.has_request_in_flight() {
+                // Shutting down: the worker finishes the request, waiting.
                 return Some(conn);
             }
             self.close(conn);
@@ -606,9 +616,11 @@ impl Shared {
             lot.slots[slot] = Slot::Busy { pending: false };
             return Some(conn);
         }
-        if lot.timer_at[slot].is_none_or(|at| conn.deadline < at) {
-            lot.timer_at[slot] = Some(conn.deadline);
-            lot.new_timers.push((conn.deadline, conn.slot, conn.generation));
+        if let Some(deadline) = conn.deadline {
+            if lot.timer_at[slot].is_none_or(|at| deadline < at) {
+                lot.timer_at[slot] = Some(deadline);
+                lot.new_timers.push((deadline, conn.slot, conn.generation));
+            }
         }
         lot.slots[slot] = Slot::Parked(conn);
         lot.parked += 1;
@@ -618,6 +630,13 @@ impl Shared {
     /// The readiness set watching `conn`, once it has been registered.
     pub(crate) fn registry_of(&self, conn: &Conn) -> Option<&Registry> {
         conn.watching.map(|_| &self.seats[conn.seat].registry)
+    }
+
+    /// Puts a connection that yielded its turn at the back of its seat's
+    /// ready list: it has more to do, and no readiness edge will say so.
+    pub(crate) fn requeue(&self, conn: Conn) {
+        let seat = conn.seat;
+        self.lock().push_ready(seat, conn);
     }
 
     /// Closes a connection and frees its slot.

@@ -14,9 +14,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::conn::Expiry;
 use crate::date::DateCache;
+use crate::encode::encode_error;
 use crate::lot::{Conn, Shared};
-use crate::response::{Response, encode_closing};
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
 const TICK: Duration = Duration::from_millis(250);
@@ -191,15 +192,17 @@ impl Monitor {
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
         for mut conn in expired {
-            // No 408 in the middle of an answer the client was slow to take.
-            if conn.state.has_partial_head() && conn.state.unsent_since().is_none() {
-                self.answer_timeout(&mut conn);
+            match conn.state.expiry() {
+                Expiry::RequestTimeout => self.answer_timeout(&mut conn),
+                Expiry::TimedOut => {}
+                // A lingering close that ran its time is no timeout of the client's.
+                Expiry::Done => {
+                    self.shared.close(conn);
+                    continue;
+                }
             }
-            // A lingering close that ran its time is no timeout of the client's.
-            if conn.state.linger_until().is_none() {
-                debug!("{}: closing after timeout", conn.peer);
-                self.shared.counters.timeout();
-            }
+            debug!("{}: closing after timeout", conn.peer);
+            self.shared.counters.timeout();
             self.shared.close(conn);
         }
     }
@@ -207,7 +210,7 @@ impl Monitor {
     /// Best-effort `408` on a slow head: one non-blocking write, then close.
     fn answer_timeout(&mut self, conn: &mut Conn) {
         let mut out = Vec::with_capacity(160);
-        encode_closing(&Response::error(408), conn.state.holds_head_request(), self.date.now(), &mut out);
+        encode_error(408, conn.state.holds_head_request(), self.date.now(), &mut out);
         let _ = conn.stream.write(&out);
     }
 

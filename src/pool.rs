@@ -7,7 +7,7 @@ use std::thread::{self, JoinHandle};
 
 use crossbeam_channel::Sender;
 
-use crate::conn::{Ctx, Next, Scratch, serve};
+use crate::conn::{Ctx, Next, NoSeat, Scratch, serve};
 use crate::handler::Handler;
 use crate::io::{Socket, Waiter};
 use crate::lot::Shared;
@@ -44,6 +44,7 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
         schedule_as_batch();
     }
     let mut scratch = Scratch::new(&shared.config);
+    let mut no_seat = NoSeat;
     while let Some(mut conn) = shared.next(&mut seat) {
         loop {
             let (next, left_seat) = {
@@ -57,6 +58,7 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
                     stopping: &shared.stopping,
                     counters: &shared.counters,
                     peer: conn.peer,
+                    seat: &mut no_seat,
                 };
                 // Handler panics are caught inside; this catches a panicking body
                 // reader, which leaves the connection in an unknown state.
@@ -73,13 +75,17 @@ fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: W
                 conn.left_seat();
             }
             match next {
-                // At shutdown only an answer the client is still taking parks
-                // (the worker is handed it back to send, waiting).
-                Next::Park if !shared.stopping.load(Ordering::Relaxed) || conn.state.unsent_since().is_some() => {
+                // At shutdown only a request in flight parks (the worker is
+                // handed it back to finish, waiting).
+                Next::Park if !shared.stopping.load(Ordering::Relaxed) || conn.state.has_request_in_flight() => {
                     match shared.park(conn) {
                         Some(again) => conn = again,
                         None => break,
                     }
+                }
+                Next::Yield => {
+                    shared.requeue(conn);
+                    break;
                 }
                 _ => {
                     shared.close(conn);

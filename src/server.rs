@@ -358,10 +358,15 @@ impl ServerHandle {
         if let Some(monitor) = self.monitor.take() {
             let _ = monitor.join();
         }
-        let deadline = Instant::now() + self.shared.config.shutdown_grace;
+        // A grace too long to add (`Duration::MAX`) waits without limit.
+        let deadline = Instant::now().checked_add(self.shared.config.shutdown_grace);
         let mut finished = 0;
         while finished < self.workers.len() {
-            match self.done.recv_deadline(deadline) {
+            let done = match deadline {
+                Some(deadline) => self.done.recv_deadline(deadline).map_err(drop),
+                None => self.done.recv().map_err(drop),
+            };
+            match done {
                 Ok(()) => finished += 1,
                 Err(_) => break,
             }
