@@ -93,7 +93,7 @@ pub(crate) enum Next {
 }
 
 /// What the engine offers a worker around a handler call.
-pub(crate) trait Seat {
+pub(crate) trait Seating {
     /// A handler expected to block is about to run: another thread should
     /// watch this worker's seat meanwhile.
     fn handler_may_block(&mut self);
@@ -106,7 +106,7 @@ pub(crate) trait Seat {
 #[derive(Debug, Default)]
 pub(crate) struct NoSeat;
 
-impl Seat for NoSeat {
+impl Seating for NoSeat {
     fn handler_may_block(&mut self) {}
 
     fn ticks(&self) -> u64 {
@@ -123,7 +123,7 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
     pub(crate) stopping: &'w AtomicBool,
     pub(crate) counters: &'w Counters,
     pub(crate) peer: Peer,
-    pub(crate) seat: &'w mut dyn Seat,
+    pub(crate) seat: &'w mut dyn Seating,
 }
 
 impl<'w, H: ?Sized> Ctx<'w, H> {
@@ -704,7 +704,7 @@ fn call<H: Handler + ?Sized>(
     req: &mut Request<'_>,
     peer: Peer,
     counters: &Counters,
-    seat: &mut dyn Seat,
+    seat: &mut dyn Seating,
     expect_block: bool,
 ) -> (Response, bool) {
     if expect_block {

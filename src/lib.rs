@@ -19,7 +19,6 @@ mod headers;
 #[cfg(feature = "http")]
 mod http_interop;
 mod io;
-mod lot;
 mod monitor;
 mod net;
 mod outbox;
@@ -28,6 +27,7 @@ mod pool;
 mod request;
 mod response;
 mod server;
+mod shared;
 mod stats;
 mod status;
 mod stream;
@@ -39,8 +39,9 @@ pub use body::Body;
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES,
-    DEFAULT_MAX_HEADERS, DEFAULT_MAX_UNSENT_BYTES, DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_SHUTDOWN_GRACE,
-    DEFAULT_WRITE_TIMEOUT, Overload, default_workers,
+    DEFAULT_MAX_HEADERS, DEFAULT_MAX_UNSENT_BYTES, DEFAULT_MAX_URI_BYTES, DEFAULT_MAX_WORKERS, DEFAULT_QUEUE_DEPTH,
+    DEFAULT_SHUTDOWN_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, DEFAULT_WORKER_STACK_SIZE, DEFAULT_WRITE_TIMEOUT, Overload,
+    default_workers,
 };
 pub use date::http_date;
 pub use error::{Error, ErrorKind};

@@ -330,7 +330,7 @@ struct Served<'h> {
     counters: Counters,
     handler: &'h dyn Handler,
     conn: ConnState,
-    seat: Box<dyn Seat>,
+    seat: Box<dyn Seating>,
 }
 
 impl<'h> Served<'h> {
@@ -477,10 +477,10 @@ fn bytes_held_for_a_slow_client_are_counted_and_given_back() {
     assert_eq!(s.serve(&mut io), Next::Park);
     let head = BIG_HEAD.len() - "D".len() + crate::date::DATE_LEN;
     // The head's rest, and the whole body (it is kept as it is).
-    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, (head - 10 + 100_000) as u64);
+    assert_eq!(s.counters.unsent_bytes(), (head - 10 + 100_000) as u64);
     io.room = None;
     assert_eq!(s.serve(&mut io), Next::Park);
-    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, 0);
+    assert_eq!(s.counters.unsent_bytes(), 0);
 }
 
 #[test]
@@ -493,7 +493,7 @@ fn past_the_cap_on_held_bytes_the_worker_waits_for_the_slow_client() {
     // The script's wait for room lets the client take the rest.
     assert_eq!(s.serve(&mut io), Next::Park);
     assert!(!s.is_sending());
-    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, 0);
+    assert_eq!(s.counters.unsent_bytes(), 0);
     assert_wire(&io.written, &format!("{BIG_HEAD}{}", "x".repeat(100_000)));
 }
 
@@ -629,7 +629,7 @@ fn a_file_body_the_client_is_slow_to_take_parks_at_its_place_in_the_file() {
         assert!(s.is_sending(), "after {} bytes", io.written.len());
     }
     // Only the head's rest was in memory: the file stays on disk.
-    assert_eq!(s.counters.snapshot(0, 0).unsent_bytes, 0);
+    assert_eq!(s.counters.unsent_bytes(), 0);
     io.room = None;
     assert_eq!(s.serve(&mut io), Next::Park);
     assert!(!s.is_sending());
@@ -854,7 +854,7 @@ struct TestSeat {
     handed_over: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
-impl Seat for TestSeat {
+impl Seating for TestSeat {
     fn handler_may_block(&mut self) {
         self.handed_over.fetch_add(1, Ordering::Relaxed);
     }
