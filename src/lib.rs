@@ -29,6 +29,7 @@ mod server;
 mod stats;
 mod status;
 mod stream;
+pub mod test;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod upgrade;
@@ -42,7 +43,7 @@ pub use config::{
 };
 pub use date::http_date;
 pub use error::{Error, ErrorKind};
-pub use handler::Handler;
+pub use handler::{Handler, IntoResponse};
 pub use headers::HeaderIter;
 pub use request::{Request, Version};
 pub use response::{Content, Response};
