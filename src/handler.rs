@@ -1,24 +1,4 @@
 //! What the user plugs in: a handler, and what it may return.
-//!
-//! # Closures and named handlers
-//!
-//! [`Server::serve`](crate::Server::serve) and
-//! [`Server::spawn`](crate::Server::spawn) take a closure (or a function):
-//! their generic parameter carries the bound `Fn(&mut Request<'_>) -> R`
-//! itself, and that bound is what lets the compiler give an unannotated
-//! closure `|req| …` the signature it needs. The request is borrowed for
-//! one call only, so that signature is higher-ranked (`for<'r, 'b>
-//! Fn(&'r mut Request<'b>)`), and rustc deduces a closure's signature from
-//! `Fn` bounds on the parameter (or from `Fn` supertraits of its bounds),
-//! never through a blanket impl such as `impl<F: Fn(..)> Handler for F`:
-//! behind a `H: Handler` bound the closure gets a signature for one
-//! lifetime and is refused as "not general enough".
-//!
-//! A named type cannot implement `Fn` on stable Rust, and neither can
-//! `Arc<H>`, so one method cannot take both: types implementing
-//! [`Handler`] (and `Arc`s of them) go to
-//! [`Server::serve_handler`](crate::Server::serve_handler) and
-//! [`Server::spawn_handler`](crate::Server::spawn_handler).
 
 use std::io;
 use std::sync::Arc;
@@ -39,6 +19,24 @@ use crate::status::reason;
 ///
 /// A panic inside `handle` is caught: the client gets `500` with
 /// `Connection: close`, the panic is logged, and the worker goes on.
+///
+/// # Closures and named handlers
+///
+/// [`Server::serve`](crate::Server::serve) and
+/// [`Server::spawn`](crate::Server::spawn) take a closure or a function:
+/// their generic parameter carries the bound `Fn(&mut Request<'_>) -> R`
+/// itself, and that bound is what gives an unannotated closure `|req| …`
+/// the signature it needs. The request is borrowed for one call only, so
+/// the signature is higher-ranked (`for<'r, 'b> Fn(&'r mut Request<'b>)`),
+/// and rustc deduces a closure's signature only from `Fn` bounds on the
+/// parameter (or `Fn` supertraits of its bounds), never through a blanket
+/// impl such as `impl<F: Fn(..)> Handler for F`: behind an `H: Handler`
+/// bound, a closure gets a signature for one lifetime and is refused as
+/// "not general enough". A named type cannot implement `Fn` on stable Rust, and neither can
+/// `Arc<H>`, so one method cannot take both: types implementing `Handler`
+/// (and `Arc`s of them, `Arc<dyn Handler>` included) go to
+/// [`Server::serve_handler`](crate::Server::serve_handler) and
+/// [`Server::spawn_handler`](crate::Server::spawn_handler).
 ///
 /// ```no_run
 /// use httpool::{Handler, Request, Response, Server};
