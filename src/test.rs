@@ -202,7 +202,10 @@ impl TestRequest {
         head.extend_from_slice(b"\r\n");
         // A client that asked for `100 Continue` holds the body back until
         // it comes (or until the answer does).
-        let waits = self.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("expect") && v == "100-continue");
+        let waits = self
+            .headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("expect") && v.eq_ignore_ascii_case("100-continue"));
         if !waits {
             head.append(&mut body);
         }
@@ -287,7 +290,7 @@ impl<H: Handler> TestServer<H> {
     /// Sends `requests` on one connection, all at once (pipelined), and
     /// returns the answers the server gave before it closed the connection
     /// or ran out of requests: fewer than the requests when an answer
-    /// closed it.
+    /// closed it. The connection's peer address is the first request's.
     ///
     /// ```
     /// use httpool::test::{TestRequest, TestServer};

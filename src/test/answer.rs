@@ -172,9 +172,10 @@ pub(super) fn unchunk(wire: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let mut at = 0;
     loop {
         let end = line_end(at)?;
-        let line = show(&wire[at..end]);
-        let digits = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(digits, 16).map_err(|_| format!("chunk size {line:?}"))?;
+        let line = &wire[at..end];
+        let digits = line.iter().position(|&b| b == b';').map_or(line, |semicolon| &line[..semicolon]);
+        let size = std::str::from_utf8(digits).ok().and_then(|d| usize::from_str_radix(d.trim(), 16).ok());
+        let size = size.ok_or_else(|| format!("chunk size {:?}", show(line)))?;
         at = end + 2;
         if size == 0 {
             loop {
