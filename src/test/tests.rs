@@ -227,3 +227,24 @@ fn unchunking_skips_extensions_and_trailers_and_refuses_bad_framing() {
 fn answer_unchunk(wire: &[u8]) -> Result<(Vec<u8>, usize), String> {
     answer::unchunk(wire)
 }
+
+#[test]
+fn large_in_memory_and_file_bodies_arrive_whole() {
+    let big: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+    let expected = big.clone();
+    let resp = TestRequest::get("/").send(&move |_: &mut Request<'_>| Response::bytes(big.clone()));
+    assert_eq!(resp.header("content-length"), Some("200000"));
+    assert!(resp.body() == expected, "the body differs");
+
+    let path = std::env::temp_dir().join(format!("httpool-test-client-{}", std::process::id()));
+    std::fs::write(&path, &expected).unwrap();
+    let file_path = path.clone();
+    let resp = TestRequest::get("/").send(&move |_: &mut Request<'_>| {
+        let file = std::fs::File::open(&file_path).unwrap();
+        Response::file(file, 200_000)
+    });
+    std::fs::remove_file(&path).unwrap();
+    assert!(resp.body() == expected, "the file body differs");
+    let reader = |_: &mut Request<'_>| Response::reader(&b"from a reader"[..], Some(13));
+    assert_eq!(TestRequest::get("/").send(&reader).text(), "from a reader");
+}
