@@ -8,15 +8,17 @@
 //!
 //! `POST /todos` answers `201` with the new item, `400` with a JSON error
 //! for a body that is not a to-do, `413` for one over 64 KiB and `415` for a
-//! `Content-Type` other than JSON.
+//! `Content-Type` other than JSON. Handlers return `Result<Response,
+//! ApiError>` and use `?`; `ApiError` says how an error is answered.
 
+use std::fmt::Display;
 use std::sync::{Mutex, PoisonError};
 
-use httpool::{ErrorKind, Request, Response, Server};
+use httpool::{IntoResponse, Request, Response, Server};
 use serde::{Deserialize, Serialize};
 
 /// Largest request body accepted.
-const MAX_BODY: usize = 64 * 1024;
+pub const MAX_BODY: usize = 64 * 1024;
 
 #[derive(Clone, Serialize)]
 struct Todo {
@@ -33,10 +35,45 @@ struct NewTodo {
     done: bool,
 }
 
+/// The to-do list.
 #[derive(Default)]
-struct Todos {
+pub struct Todos {
     next_id: u64,
     items: Vec<Todo>,
+}
+
+/// An error, answered as `{"error": message}` with its status.
+#[derive(Debug)]
+pub struct ApiError {
+    status: u16,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: u16, message: impl Display) -> ApiError {
+        ApiError { status, message: message.to_string() }
+    }
+}
+
+/// A body that could not be read: `413` past the limit, `400` for one
+/// that is not UTF-8, and so on (see `httpool::Error::status`).
+impl From<httpool::Error> for ApiError {
+    fn from(e: httpool::Error) -> ApiError {
+        ApiError::new(e.status(), e)
+    }
+}
+
+/// A body that is not a to-do.
+impl From<serde_json::Error> for ApiError {
+    fn from(e: serde_json::Error) -> ApiError {
+        ApiError::new(400, format!("invalid to-do: {e}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json(self.status, &serde_json::json!({ "error": self.message }))
+    }
 }
 
 fn json(status: u16, value: &impl Serialize) -> Response {
@@ -46,32 +83,36 @@ fn json(status: u16, value: &impl Serialize) -> Response {
     }
 }
 
-fn error(status: u16, message: impl std::fmt::Display) -> Response {
-    json(status, &serde_json::json!({ "error": message.to_string() }))
+fn lock(todos: &Mutex<Todos>) -> std::sync::MutexGuard<'_, Todos> {
+    // A panicking handler cannot leave `Todos` half-updated: keep going.
+    todos.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn create(todos: &Mutex<Todos>, req: &mut Request) -> Response {
+fn create(todos: &Mutex<Todos>, req: &mut Request) -> Result<Response, ApiError> {
     let is_json = req.header("content-type").is_some_and(|ct| {
         ct.split(';').next().is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
     });
     if !is_json {
-        return error(415, "expected Content-Type: application/json");
+        return Err(ApiError::new(415, "expected Content-Type: application/json"));
     }
-    let body = match req.read_body(MAX_BODY) {
-        Ok(body) => body,
-        Err(e) if e.kind() == ErrorKind::BodyTooLarge => return error(413, format!("body over {MAX_BODY} bytes")),
-        // The server answers a failed body read itself (400, 408 or 413).
-        Err(e) => return error(400, e),
-    };
-    let new: NewTodo = match serde_json::from_slice(&body) {
-        Ok(new) => new,
-        Err(e) => return error(400, format!("invalid to-do: {e}")),
-    };
-    let mut todos = todos.lock().unwrap_or_else(PoisonError::into_inner);
+    let new: NewTodo = serde_json::from_slice(&req.read_body(MAX_BODY)?)?;
+    let mut todos = lock(todos);
     todos.next_id += 1;
     let todo = Todo { id: todos.next_id, title: new.title, done: new.done };
     todos.items.push(todo.clone());
-    json(201, &todo).with_header("Location", format!("/todos/{}", todo.id))
+    Ok(json(201, &todo).with_header("Location", format!("/todos/{}", todo.id)))
+}
+
+/// The API: `GET`/`HEAD`/`POST` on `/todos`.
+pub fn api(todos: &Mutex<Todos>, req: &mut Request) -> Result<Response, ApiError> {
+    match (req.method(), req.path()) {
+        ("GET" | "HEAD", "/todos") => Ok(json(200, &lock(todos).items)),
+        ("POST", "/todos") => create(todos, req),
+        (_, "/todos") => {
+            Ok(ApiError::new(405, "use GET or POST").into_response().with_header("Allow", "GET, HEAD, POST"))
+        }
+        _ => Err(ApiError::new(404, "not found")),
+    }
 }
 
 fn main() -> std::io::Result<()> {
@@ -79,10 +120,5 @@ fn main() -> std::io::Result<()> {
     let todos = Mutex::new(Todos::default());
     let server = Server::bind(&addr)?;
     eprintln!("JSON API on http://{}/todos", server.local_addr()?);
-    server.serve(move |req: &mut Request| match (req.method(), req.path()) {
-        ("GET" | "HEAD", "/todos") => json(200, &todos.lock().unwrap_or_else(PoisonError::into_inner).items),
-        ("POST", "/todos") => create(&todos, req),
-        (_, "/todos") => error(405, "use GET or POST").with_header("Allow", "GET, HEAD, POST"),
-        _ => error(404, "not found"),
-    })
+    server.serve(move |req| api(&todos, req))
 }

@@ -41,6 +41,35 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The status a handler answers this error with (what its
+    /// [`IntoResponse`](crate::IntoResponse) impl sends):
+    ///
+    /// | kind | status |
+    /// |---|---|
+    /// | [`BodyTooLarge`](ErrorKind::BodyTooLarge) | `413 Content Too Large` |
+    /// | [`InvalidUtf8`](ErrorKind::InvalidUtf8) | `400 Bad Request` |
+    /// | [`Io`](ErrorKind::Io), the body read timed out | `408 Request Timeout` |
+    /// | [`Io`](ErrorKind::Io), the body was malformed or cut short | `400 Bad Request` |
+    /// | [`Io`](ErrorKind::Io), anything else | `500 Internal Server Error` |
+    ///
+    /// When reading the request body failed, the server answers by itself
+    /// (`400`, `408` or `413`, or it closes the connection) whatever the
+    /// handler returns; the status still says what went wrong.
+    pub fn status(&self) -> u16 {
+        // Matched in full: a new kind must choose its status here.
+        match self.kind {
+            ErrorKind::BodyTooLarge => 413,
+            ErrorKind::InvalidUtf8 => 400,
+            ErrorKind::Io => match self.source.as_ref().map(io::Error::kind) {
+                Some(io::ErrorKind::TimedOut) => 408,
+                Some(io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) => 400,
+                _ => 500,
+            },
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {

@@ -56,11 +56,12 @@ impl<H: Handler> Pool<H> {
         });
         let seats = shared.seats.len();
         for i in 0..shared.config.workers {
-            if !shared.reserve_thread() {
+            let seat = i % seats;
+            if !shared.reserve_thread(seat) {
                 break;
             }
-            if let Err(e) = pool.start_thread(i % seats) {
-                shared.spawn_failed(None);
+            if let Err(e) = pool.start_thread(seat) {
+                shared.spawn_failed(Some(seat));
                 return (pool, Err(e));
             }
         }
@@ -141,6 +142,7 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) {
         schedule_as_batch();
     }
     let mut scratch = Scratch::new(&shared.config);
+    shared.arrive(seat);
     while let Work::Serve(conn) = shared.next(&mut seat) {
         let mut place = Place { pool, shared, seat };
         serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);

@@ -9,11 +9,12 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Overload};
-use crate::handler::Handler;
+use crate::handler::{Handler, IntoResponse};
 use crate::monitor::Monitor;
 use crate::net::Listener;
 use crate::parse::MAX_HEADERS_CAP;
 use crate::pool::{Pool, Workers};
+use crate::request::Request;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
@@ -25,7 +26,7 @@ use crate::stats::Stats;
 /// fn main() -> std::io::Result<()> {
 ///     Server::bind("127.0.0.1:8080")?
 ///         .workers(8)
-///         .serve(|_req: &mut httpool::Request| Response::text("hello\n"))
+///         .serve(|_req| Response::text("hello\n"))
 /// }
 /// ```
 #[derive(Debug)]
@@ -304,23 +305,57 @@ impl Server {
         self
     }
 
-    /// Runs the server on this thread, forever.
+    /// Runs the server on this thread, forever, answering every request
+    /// with `handler`: a closure or a function taking `&mut Request` and
+    /// returning a [`Response`](crate::Response) or a `Result` of one (see
+    /// [`IntoResponse`]). A closure needs no type annotations.
+    ///
+    /// For a type implementing [`Handler`], or an `Arc` of one, use
+    /// [`Server::serve_handler`].
     ///
     /// # Errors
     ///
     /// As [`Server::spawn`].
-    pub fn serve<H: Handler>(self, handler: H) -> io::Result<()> {
-        self.spawn(handler)?.join();
-        Ok(())
+    pub fn serve<F, R>(self, handler: F) -> io::Result<()>
+    where
+        F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        self.serve_handler(handler)
     }
 
-    /// Starts the server on its own threads and returns a handle to it.
+    /// Starts the server on its own threads, answering every request with
+    /// `handler` (as [`Server::serve`]), and returns a handle to it.
     ///
     /// # Errors
     ///
     /// Creating a readiness set, a descriptor or a thread failed; every
     /// thread already started is stopped and joined first.
-    pub fn spawn<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
+    pub fn spawn<F, R>(self, handler: F) -> io::Result<ServerHandle>
+    where
+        F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        self.spawn_handler(handler)
+    }
+
+    /// [`Server::serve`] for a type implementing [`Handler`] (an
+    /// application object, an `Arc<H>`, an `Arc<dyn Handler>`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Server::spawn`].
+    pub fn serve_handler<H: Handler>(self, handler: H) -> io::Result<()> {
+        self.spawn_handler(handler)?.join();
+        Ok(())
+    }
+
+    /// [`Server::spawn`] for a type implementing [`Handler`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Server::spawn`].
+    pub fn spawn_handler<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,

@@ -177,6 +177,7 @@ impl Shared {
         loop {
             if let Some(adopted) = hub.crew.take_adoption() {
                 *seat = adopted;
+                hub.board.unclaim(adopted);
             }
             if let Some(conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
                 hub.slots.served(&conn);
@@ -279,9 +280,22 @@ impl Shared {
         Some(how)
     }
 
-    /// Counts a thread about to be started, if the bound allows.
-    pub(crate) fn reserve_thread(&self) -> bool {
-        self.lock().crew.reserve()
+    /// A thread started for `seat` begins its work there.
+    pub(crate) fn arrive(&self, seat: usize) {
+        self.lock().board.unclaim(seat);
+    }
+
+    /// Counts a thread about to be started at `seat`, if the bound allows;
+    /// the seat is claimed for it until it arrives (so the monitor does not
+    /// take a seat whose first worker is starting for one that needs a
+    /// thread).
+    pub(crate) fn reserve_thread(&self, seat: usize) -> bool {
+        let mut hub = self.lock();
+        let reserved = hub.crew.reserve();
+        if reserved {
+            hub.board.claim(seat);
+        }
+        reserved
     }
 
     /// A thread counted for `seat` could not be started.

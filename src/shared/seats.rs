@@ -192,7 +192,10 @@ impl SeatBoard {
         self.claimed[seat] = true;
     }
 
-    /// The thread asked to take the seat over could not be had.
+    /// The thread asked to take the seat over could not be had, or has
+    /// arrived: it takes the seat's ready work or polls it, and a seat that
+    /// is left unpolled again (its new worker blocked in turn) may be
+    /// handed over again.
     pub(crate) fn unclaim(&mut self, seat: usize) {
         self.claimed[seat] = false;
     }
