@@ -78,6 +78,7 @@ mod shared;
 mod stats;
 mod status;
 mod stream;
+mod sync;
 pub mod test;
 #[cfg(feature = "tls")]
 pub mod tls;

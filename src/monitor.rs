@@ -135,7 +135,7 @@ impl Monitor {
     /// readiness. Returns whether any seat is busy or moved.
     fn find_stuck(&mut self) -> bool {
         let mut busy = false;
-        let mut hub = self.shared.lock();
+        let mut hub = self.shared.engine.lock();
         hub.slots.drain_new_timers(&mut ExtendHeap(&mut self.timers));
         for seat in 0..hub.board.seats() {
             let unwatched = !hub.board.is_polled(seat);
@@ -163,7 +163,7 @@ impl Monitor {
     /// takes the stuck seat's ready work, or the monitor polls the seat
     /// itself, so new connections are still accepted, queued or refused.
     fn poll_for_busy_workers(&self, seat: usize, orphans: &mut Vec<usize>, nudge: &mut Vec<usize>) {
-        let mut hub = self.shared.lock();
+        let mut hub = self.shared.engine.lock();
         if !hub.board.is_free(seat) {
             return;
         }
@@ -195,7 +195,7 @@ impl Monitor {
         let mut expired = Vec::new();
         let mut later = std::mem::take(&mut self.later);
         {
-            let mut hub = self.shared.lock();
+            let mut hub = self.shared.engine.lock();
             while let Some(&Reverse(entry)) = self.timers.peek() {
                 if entry.0 > now {
                     break;

@@ -61,7 +61,7 @@ impl<H: Handler> Pool<H> {
                 break;
             }
             if let Err(e) = pool.start_thread(seat) {
-                shared.spawn_failed(Some(seat));
+                shared.spawn_failed(seat);
                 return (pool, Err(e));
             }
         }
@@ -92,7 +92,7 @@ impl<H: Handler> Workers for Pool<H> {
     fn spawn_for(&self, seat: usize) {
         if let Err(e) = self.start_thread(seat) {
             warn!("starting a worker thread failed: {e}; going on with the threads there are");
-            self.shared.spawn_failed(Some(seat));
+            self.shared.spawn_failed(seat);
         }
     }
 

@@ -445,7 +445,7 @@ impl ServerHandle {
         if all {
             self.workers.join_exited();
         } else {
-            let left = self.shared.stats_threads();
+            let left = self.shared.live_threads();
             warn!("{left} workers still busy after the shutdown grace period");
         }
         all

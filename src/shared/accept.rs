@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::Shared;
+use super::{Conn, Shared};
 use crate::config::Overload;
 use crate::conn::ConnState;
 use crate::date::DateCache;
@@ -146,9 +146,9 @@ impl Shared {
         self.counters.accepted();
         let state = ConnState::new(Some(Instant::now()));
         let to_park = {
-            let mut hub = self.lock();
+            let mut hub = self.engine.lock();
             let seat = hub.board.next_seat();
-            let conn = hub.slots.admit(stream, peer, seat, state);
+            let conn = Conn::new(stream, peer, state, hub.slots.take(), seat);
             if delivers_data {
                 hub.board.push_ready(accepted_at, conn);
                 None
@@ -157,7 +157,7 @@ impl Shared {
             }
         };
         if let Some(conn) = to_park.and_then(|conn| self.park(conn)) {
-            self.lock().board.push_ready(accepted_at, conn);
+            self.engine.requeue_at(accepted_at, conn);
         }
     }
 
