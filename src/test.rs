@@ -58,7 +58,8 @@ use crate::handler::{Handler, IntoResponse};
 use crate::io::Script;
 use crate::net::Peer;
 use crate::parse::MAX_HEADERS_CAP;
-use crate::request::{Request, Version};
+use crate::proto::Version;
+use crate::request::Request;
 use crate::stats::Counters;
 
 pub use answer::TestResponse;
