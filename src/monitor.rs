@@ -86,7 +86,6 @@ impl Monitor {
             if self.shared.take_accept_waiting() {
                 self.shared.accept(0);
             }
-            self.workers.join_exited();
             if last_busy.elapsed() < AWAKE_AFTER_BUSY {
                 std::thread::park_timeout(STALL_TICK);
             } else {
@@ -124,7 +123,8 @@ impl Monitor {
             self.shared.nudge(seat);
         }
         for seat in orphans.drain(..) {
-            self.shared.poll_seat(seat, Some(Duration::ZERO), false);
+            // What is left waits for the next look.
+            let _ = self.shared.poll_seat(seat, Some(Duration::ZERO), false);
         }
         (self.stuck, self.orphans, self.nudge) = (stuck, orphans, nudge);
         busy

@@ -19,6 +19,10 @@ use crate::net::{Listener, Peer, Stream};
 /// does not turn into a busy loop.
 pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// Most clients the last accept pass takes at shutdown: a flood of new
+/// connections must not keep the shutdown from going on.
+const LAST_ACCEPTS: usize = 4096;
+
 /// The listener and what accepting needs to remember.
 pub(crate) struct Accepting {
     /// `None` once closed at shutdown. Locked by accept passes (one at a
@@ -79,19 +83,26 @@ impl Shared {
         self.accepting.take_waiting()
     }
 
+    /// Accept passes; `last`: the one at shutdown, which takes every
+    /// client the kernel holds (on Linux each has sent its request), however
+    /// many wait for a worker, but at most [`LAST_ACCEPTS`], and no more
+    /// than `max_connections` open.
     fn accept_until_empty(&self, seat: usize, last: bool) {
         let listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(listener) = listener.as_ref() else { return };
         let mut date = None;
-        loop {
+        for accepted in 0.. {
+            if last && accepted == LAST_ACCEPTS {
+                return;
+            }
             if !last && self.is_stopping() {
                 return;
             }
             if self.accept_paused() {
                 return;
             }
-            let saturated = self.is_saturated();
-            if saturated && self.config.overload == Overload::Wait {
+            let saturated = self.is_saturated(last);
+            if saturated && (last || self.config.overload == Overload::Wait) {
                 // Clients wait in the kernel backlog until room frees up.
                 self.accepting.waiting.store(true, Ordering::Release);
                 return;

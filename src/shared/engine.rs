@@ -123,10 +123,6 @@ impl<C: Occupant> Engine<C> {
     pub(crate) fn next(&self, seat: &mut usize, mut poll: impl FnMut(usize)) -> Work<C> {
         let mut hub = self.lock();
         loop {
-            if let Some(adopted) = hub.crew.take_adoption() {
-                *seat = adopted;
-                hub.board.unclaim(adopted);
-            }
             if let Some(conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
                 hub.slots.served(&conn);
                 return Work::Serve(conn);
@@ -155,6 +151,13 @@ impl<C: Occupant> Engine<C> {
                 false
             };
             hub.crew.woke();
+            // An adoption is for a thread that was idle, as this one was
+            // (a busy worker passing by would leave its own seat).
+            if let Some(adopted) = hub.crew.take_adoption() {
+                *seat = adopted;
+                hub.board.unclaim(adopted);
+                continue;
+            }
             if timed_out && hub.crew.may_retire() && !self.is_stopping() {
                 hub.crew.exited(true);
                 self.exited.notify_all();

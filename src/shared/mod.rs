@@ -95,10 +95,13 @@ impl Shared {
         self.engine.stopping_flag()
     }
 
-    /// True when no more connections should be admitted (`Overload`).
-    fn is_saturated(&self) -> bool {
+    /// True when no more connections should be admitted (`Overload`): the
+    /// ready lists are full (unless `ignore_queue`) or `max_connections` are
+    /// open.
+    fn is_saturated(&self, ignore_queue: bool) -> bool {
         let hub = self.engine.lock();
-        hub.board.queued() >= self.config.queue_depth || hub.slots.open() >= self.config.max_connections
+        (!ignore_queue && hub.board.queued() >= self.config.queue_depth)
+            || hub.slots.open() >= self.config.max_connections
     }
 
     pub(crate) fn ticks(&self) -> u64 {
@@ -112,15 +115,19 @@ impl Shared {
 
     /// The next connection for the worker at `seat`: see [`Engine::next`].
     pub(crate) fn next(&self, seat: &mut usize) -> Work<Conn> {
-        self.engine.next(seat, |seat| self.poll_seat(seat, None, true))
+        self.engine.next(seat, |seat| {
+            self.poll_seat(seat, None, true);
+        })
     }
 
     /// Polls `seat` (whose `polled` flag the caller set) and moves what
     /// became readable to its ready list; accepts new connections. The
     /// monitor polls (with a zero timeout) a seat that needs a thread when
-    /// none can be had.
-    pub(crate) fn poll_seat(&self, seat: usize, timeout: Option<Duration>, by_worker: bool) {
+    /// none can be had. Returns true when the poll was full: more events
+    /// may be waiting.
+    pub(crate) fn poll_seat(&self, seat: usize, timeout: Option<Duration>, by_worker: bool) -> bool {
         let polled = self.seats[seat].poll(timeout);
+        let full = polled.as_ref().is_ok_and(|events| events.is_full());
         if let Err(e) = &polled {
             error!("waiting for readiness failed: {e}");
             std::thread::sleep(POLL_BACKOFF);
@@ -141,6 +148,7 @@ impl Shared {
         if listener_ready || self.take_accept_waiting() {
             self.accept(seat);
         }
+        full
     }
 
     /// Finds a thread to take over `seat`: see [`Engine::hand_over`].
@@ -240,7 +248,11 @@ impl Shared {
         self.close_listener();
         let seats = self.engine.claim_all_seats();
         for seat in 0..seats {
-            self.poll_seat(seat, Some(Duration::ZERO), false);
+            // One poll returns at most as many events as its buffer holds:
+            // poll until the seat has no more.
+            while self.poll_seat(seat, Some(Duration::ZERO), false) {
+                self.engine.lock().board.begin_poll(seat, false);
+            }
         }
         for conn in self.engine.sweep_parked(|conn| conn.state.has_request_in_flight()) {
             self.close(conn);
@@ -273,12 +285,91 @@ impl Shared {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::net::{Peer, Stream};
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    use super::{Conn, HandOver, Shared, Work};
+    use crate::config::Config;
+    use crate::conn::ConnState;
+    use crate::net::{Listener, Peer, Stream};
 
     /// A connected socket, for tests that need a `Conn` to move around.
     pub(crate) fn conn_pair() -> (Stream, Peer) {
-        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (a, _b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
         (Stream::Unix(mio::net::UnixStream::from_std(a)), Peer::Local)
+    }
+
+    /// A hub over a listener nobody connects to, with `seats` seats.
+    fn hub(seats: usize) -> Shared {
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        Shared::new(Config::default(), listener, seats).unwrap()
+    }
+
+    /// Admits a connection at `seat` and parks it idle (registered with the
+    /// seat, as after its first request); returns the client's end.
+    fn park_idle(shared: &Shared, seat: usize) -> UnixStream {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+        let conn = {
+            let mut hub = shared.engine.lock();
+            Conn::new(stream, Peer::Local, ConnState::default(), hub.slots.take(), seat)
+        };
+        assert!(shared.park(conn).is_none(), "nothing to read yet: it parks");
+        theirs
+    }
+
+    /// The shutdown sweep moves every parked connection whose request already
+    /// arrived to a ready list, however many there are: one poll returns at
+    /// most the capacity of the seat's event buffer (256), so it polls until a
+    /// poll is not full. (It used to poll once: 256 of 300 were moved, the rest
+    /// closed as idle, their requests reset.)
+    #[test]
+    fn the_shutdown_sweep_moves_every_connection_with_a_request_to_a_ready_list() {
+        const CONNS: usize = 300;
+        let shared = hub(1);
+        let clients: Vec<UnixStream> = (0..CONNS).map(|_| park_idle(&shared, 0)).collect();
+        assert_eq!(shared.engine.lock().slots.parked(), CONNS);
+        // Every client sends a request before shutdown begins.
+        for mut client in &clients {
+            client.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        }
+        shared.stop();
+        shared.sweep();
+        let hub = shared.engine.lock();
+        assert_eq!(
+            (hub.board.queued(), hub.slots.open()),
+            (CONNS, CONNS),
+            "every connection with a request waits for a worker; none was closed as idle"
+        );
+    }
+
+    /// An adoption is meant for an idle thread (`Crew::hand_over` counts one
+    /// per idle thread, and notifies one): a busy worker at seat 1 coming back
+    /// for its next connection does not take it (it would leave seat 1 with
+    /// nobody, and the idle thread it was meant for would find none).
+    #[test]
+    fn an_adoption_is_taken_by_an_idle_thread_not_by_a_busy_worker_passing_by() {
+        let shared = hub(2);
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+        {
+            let mut hub = shared.engine.lock();
+            let conn = Conn::new(stream, Peer::Local, ConnState::default(), hub.slots.take(), 1);
+            hub.board.push_ready(1, conn);
+            // A thread asleep on the condvar (counted, as `next` counts it).
+            hub.crew.went_idle();
+        }
+        // Seat 0's worker is stuck in a handler: the monitor hands its seat
+        // to the idle thread.
+        assert_eq!(shared.hand_over(0), Some(HandOver::Adopt));
+        // The worker sitting at seat 1 finishes a connection and asks for the
+        // next one.
+        let mut seat = 1;
+        let Work::Serve(conn) = shared.next(&mut seat) else { panic!("work was ready") };
+        shared.close(conn);
+        assert_eq!(seat, 1, "the busy worker left its seat for the idle thread's adoption");
     }
 }

@@ -42,6 +42,12 @@ struct SeatPoll {
 pub(crate) struct Polled<'a>(std::sync::MutexGuard<'a, SeatPoll>);
 
 impl Polled<'_> {
+    /// True when the poll returned as many events as it had room for: more
+    /// may be waiting.
+    pub(crate) fn is_full(&self) -> bool {
+        self.0.events.iter().count() == self.0.events.capacity()
+    }
+
     /// The tokens of the events, the waker's left out.
     pub(crate) fn tokens(&self) -> impl Iterator<Item = Token> + '_ {
         self.0.events.iter().map(|e| e.token()).filter(|&t| t != WAKER)

@@ -82,14 +82,26 @@ impl Conn {
     }
 }
 
+/// Bits of a readiness token that hold the slot; the others hold its
+/// generation (32 and 32 on 64-bit targets, 16 and 16 on 32-bit ones).
+const SLOT_BITS: u32 = usize::BITS / 2;
+
+/// Generations wrap at this mask, so they fit in their half of a token.
+const GENERATION_MASK: u32 = (usize::MAX >> SLOT_BITS) as u32;
+
+/// Slots at most: the two highest slot numbers are never handed out, so
+/// no token is ever the listener's or a waker's (`usize::MAX`, one less).
+pub(crate) const MAX_SLOTS: usize = (1 << SLOT_BITS) - 2;
+
 /// The readiness token of a slot in one generation.
 pub(crate) fn token(slot: u32, generation: u32) -> Token {
-    Token((generation as usize) << 32 | slot as usize)
+    Token(((generation & GENERATION_MASK) as usize) << SLOT_BITS | slot as usize)
 }
 
 /// Splits a token into (slot, generation).
 pub(crate) fn untoken(token: Token) -> (u32, u32) {
-    ((token.0 & 0xffff_ffff) as u32, (token.0 >> 32) as u32)
+    let slot = token.0 & ((1 << SLOT_BITS) - 1);
+    (slot as u32, (token.0 >> SLOT_BITS) as u32)
 }
 
 enum Slot<C> {
@@ -151,7 +163,7 @@ impl<C: Occupant> Slots<C> {
             (self.slots.len() - 1) as u32
         });
         let i = slot as usize;
-        let generation = self.generations[i].wrapping_add(1);
+        let generation = self.generations[i].wrapping_add(1) & GENERATION_MASK;
         self.generations[i] = generation;
         self.timer_at[i] = None;
         self.slots[i] = Slot::Busy { pending: false };
@@ -283,7 +295,8 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_never_collide_with_reserved_ones() {
-        for (slot, generation) in [(0, 0), (7, 1), (u32::MAX - 2, u32::MAX)] {
+        let top = MAX_SLOTS as u32 - 1;
+        for (slot, generation) in [(0, 0), (7, 1), (top, GENERATION_MASK)] {
             let t = token(slot, generation);
             assert_eq!(untoken(t), (slot, generation));
             assert_ne!(t, crate::shared::LISTENER);
