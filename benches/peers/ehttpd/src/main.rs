@@ -1,7 +1,16 @@
 //! ehttpd 0.14: a thread per connection from its own pool (up to 2048).
+//!
+//! `/sleep` blocks its connection's thread with `std::thread::sleep`: that
+//! is ehttpd's model for blocking work.
+
+use std::thread;
+use std::time::Duration;
 
 use ehttpd::Server;
 use ehttpd::http::{Request, Response};
+
+/// How long `GET /sleep` blocks: a stand-in for a database call.
+const SLEEP: Duration = Duration::from_millis(50);
 
 fn testolope(req: Request) -> Response {
     let mut resp = Response::new_200_ok();
@@ -11,6 +20,10 @@ fn testolope(req: Request) -> Response {
         resp
     } else if req.target == "/testolope-nokeepalive" {
         resp.set_connection_close();
+        resp
+    } else if req.target == "/sleep" {
+        thread::sleep(SLEEP);
+        resp.set_body_data(b"Slept");
         resp
     } else {
         Response::new_404_notfound()
