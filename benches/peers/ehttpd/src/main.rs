@@ -1,7 +1,11 @@
-//! ehttpd 0.14: a thread per connection from its own pool (up to 2048).
+//! ehttpd 0.14: a thread pool (up to 2048) whose job is one request of one
+//! connection: a worker reads the request (blocking, with a timeout),
+//! answers, and queues the connection again. The pool grows by one thread
+//! when the queue is at least as long as the pool, and an idle thread leaves
+//! with a 1-in-7 chance every 4 s.
 //!
-//! `/sleep` blocks its connection's thread with `std::thread::sleep`: that
-//! is ehttpd's model for blocking work.
+//! `/sleep` blocks its worker with `std::thread::sleep`: that is ehttpd's
+//! model for blocking work.
 
 use std::thread;
 use std::time::Duration;
