@@ -762,6 +762,10 @@ fn write_body<T: Transport, H: ?Sized>(
     let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
     let (body, file) = match body {
         Payload::Static(b) => (Cow::Borrowed(b), None),
+        Payload::Inline { bytes, len } => {
+            out.extend_from_slice(&bytes[..usize::from(len)]);
+            return Ok(());
+        }
         Payload::Owned(b) => (Cow::Owned(b), None),
         Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
         Payload::Reader { reader, .. } => return copy_body(reader, BodyWriter::new(io, out, framing, timeout)),

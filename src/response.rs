@@ -11,20 +11,26 @@ use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// A response body.
 ///
-/// Built with `From` from `&'static str`, `&'static [u8]` (sent from where
-/// they are, never copied into a buffer of their own), `String` and
-/// `Vec<u8>` (moved in); a reader with [`Response::reader`], a file with
+/// Built with `From` from text and bytes: `&str` and `&[u8]` of any
+/// lifetime are copied (short ones into the response itself, with no
+/// allocation — `Response::text("Hello")` allocates nothing), `String` and
+/// `Vec<u8>` are moved in; [`Content::from_static`] sends a `&'static`
+/// slice from where it is, never copied (large embedded files, e.g. from
+/// `include_bytes!`). A reader with [`Response::reader`], a file with
 /// [`Response::file`], a stream with [`Response::stream`].
-///
-/// Text borrowed for less than `'static` (from the request, say) is copied
-/// by the caller: `Response::text(req.path().to_owned())`. A `From<&'a
-/// str>` that copies could not stand beside the `&'static str` one that
-/// does not (Rust's impls cannot tell lifetimes apart), and copying every
-/// `&str` would copy literals and `include_str!` files on every request.
 pub struct Content(pub(crate) Payload);
+
+/// Bodies up to this many bytes given as `&str` or `&[u8]` are copied into
+/// the response itself (the same room as its largest other kind of body).
+const INLINE_BYTES: usize = 30;
 
 pub(crate) enum Payload {
     Static(&'static [u8]),
+    /// A short body, copied in: `len` bytes of `bytes`.
+    Inline {
+        bytes: [u8; INLINE_BYTES],
+        len: u8,
+    },
     Owned(Vec<u8>),
     Reader {
         reader: Box<dyn Read + Send>,
@@ -41,33 +47,78 @@ pub(crate) enum Payload {
 /// A closure that writes a streamed body.
 pub(crate) type StreamFn = Box<dyn FnOnce(&mut BodyWriter<'_>) -> std::io::Result<()> + Send>;
 
+impl Payload {
+    /// The body when it is in memory.
+    pub(crate) fn in_memory(&self) -> Option<&[u8]> {
+        match self {
+            Payload::Static(b) => Some(b),
+            Payload::Inline { bytes, len } => Some(&bytes[..usize::from(*len)]),
+            Payload::Owned(b) => Some(b),
+            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
+        }
+    }
+
+    /// A copy of `b`: in place when it is short.
+    fn copied(b: &[u8]) -> Payload {
+        if b.len() > INLINE_BYTES {
+            return Payload::Owned(b.to_vec());
+        }
+        let mut bytes = [0; INLINE_BYTES];
+        bytes[..b.len()].copy_from_slice(b);
+        // At most INLINE_BYTES, which fits a u8.
+        Payload::Inline { bytes, len: b.len() as u8 }
+    }
+}
+
+impl Content {
+    /// A body sent from where it is, never copied: for large bodies that
+    /// live as long as the program (an `include_bytes!` or `include_str!`
+    /// file), which `From<&[u8]>` would copy at every response.
+    ///
+    /// ```
+    /// use httpool::{Content, Response};
+    ///
+    /// static PAGE: &str = "<!doctype html><title>a page embedded in the binary</title>";
+    /// let resp = Response::text(Content::from_static(PAGE.as_bytes())).with_content_type("text/html");
+    /// # let _ = resp;
+    /// ```
+    pub fn from_static(body: &'static [u8]) -> Content {
+        Content(Payload::Static(body))
+    }
+}
+
 impl fmt::Debug for Content {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Payload::Static(b) => write!(f, "Content({} bytes)", b.len()),
-            Payload::Owned(b) => write!(f, "Content({} bytes)", b.len()),
             Payload::Reader { len, .. } => write!(f, "Content(reader, length {len:?})"),
             Payload::Writer(_) => f.write_str("Content(writer)"),
             Payload::File { len, .. } => write!(f, "Content(file, {len} bytes)"),
+            other => write!(f, "Content({} bytes)", other.in_memory().map_or(0, <[u8]>::len)),
         }
     }
 }
 
-impl From<&'static str> for Content {
-    fn from(s: &'static str) -> Content {
-        Content(Payload::Static(s.as_bytes()))
+impl From<&str> for Content {
+    fn from(s: &str) -> Content {
+        Content(Payload::copied(s.as_bytes()))
     }
 }
 
-impl From<&'static [u8]> for Content {
-    fn from(b: &'static [u8]) -> Content {
-        Content(Payload::Static(b))
+impl From<&String> for Content {
+    fn from(s: &String) -> Content {
+        Content(Payload::copied(s.as_bytes()))
     }
 }
 
-impl<const N: usize> From<&'static [u8; N]> for Content {
-    fn from(b: &'static [u8; N]) -> Content {
-        Content(Payload::Static(b))
+impl From<&[u8]> for Content {
+    fn from(b: &[u8]) -> Content {
+        Content(Payload::copied(b))
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Content {
+    fn from(b: &[u8; N]) -> Content {
+        Content(Payload::copied(b))
     }
 }
 
@@ -80,6 +131,15 @@ impl From<String> for Content {
 impl From<Vec<u8>> for Content {
     fn from(b: Vec<u8>) -> Content {
         Content(Payload::Owned(b))
+    }
+}
+
+impl From<Cow<'_, str>> for Content {
+    fn from(s: Cow<'_, str>) -> Content {
+        match s {
+            Cow::Borrowed(s) => s.into(),
+            Cow::Owned(s) => s.into(),
+        }
     }
 }
 
@@ -327,11 +387,7 @@ impl Response {
     /// assert_eq!(Response::reader(std::io::empty(), None).body_bytes(), None);
     /// ```
     pub fn body_bytes(&self) -> Option<&[u8]> {
-        match &self.body {
-            Payload::Static(b) => Some(b),
-            Payload::Owned(b) => Some(b),
-            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
-        }
+        self.body.in_memory()
     }
 
     /// The first value of the header `name` (case-insensitive) set on this

@@ -37,7 +37,7 @@
 //! use httpool::test::{TestRequest, TestServer};
 //! use httpool::Response;
 //!
-//! let server = TestServer::new(|req| Response::text(req.method().to_owned())).max_body_bytes(4);
+//! let server = TestServer::new(|req| Response::text(req.method())).max_body_bytes(4);
 //! assert_eq!(server.send(TestRequest::put("/")).text(), "PUT");
 //! assert_eq!(server.send(TestRequest::put("/").body("too long")).status(), 413);
 //! ```
