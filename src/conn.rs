@@ -176,7 +176,7 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             Parsed::More => match read_more(conn, io, cx, &mut turn) {
                 Read::Got => continue,
                 Read::Dry => return park(conn, io, cx),
-                Read::Closed => return close(conn, io, cx, false),
+                Read::Closed => return end_of_input(conn, io, cx),
                 Read::Stop(next) => return next,
             },
             Parsed::Refused(e) => return refuse(conn, io, cx, e),
@@ -218,6 +218,20 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             }
         }
     }
+}
+
+/// The client closed its side (or the socket failed). An unfinished head
+/// it left is judged once more — a trickled head is not parsed at every
+/// byte — so a malformed one still gets its `400`, whatever the timing of
+/// its bytes; then the connection closes.
+fn end_of_input<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    if conn.has_unparsed() {
+        conn.reparse_now();
+        if let Parsed::Refused(e) = parse_buffered(conn, cx) {
+            return refuse(conn, io, cx, e);
+        }
+    }
+    close(conn, io, cx, false)
 }
 
 /// Goes on with what the connection's last turn left: an answer the client
