@@ -515,10 +515,6 @@ fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
         Ok(false) => return pause(conn, cx, Next::Park),
         Err(()) => return pause(conn, cx, Next::Close),
     }
-    // At shutdown, parked connections are closed anyway.
-    if cx.is_stopping() {
-        return pause(conn, cx, Next::Close);
-    }
     io.shutdown_write();
     conn.discard_unparsed();
     let until = Instant::now() + LINGER;
@@ -527,8 +523,9 @@ fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
 }
 
 /// Reads and discards input of a connection closing after an error answer:
-/// parks when there is none, yields after its turn's share of bytes, closes
-/// at the end of stream or past `until`.
+/// parks when there is none (at shutdown, when nothing parks, waits for it
+/// instead), yields after its turn's share of bytes, closes at the end of
+/// stream or past `until`.
 fn linger<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, until: Instant) -> Next {
     let mut read = 0;
     loop {
@@ -539,6 +536,11 @@ fn linger<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
                 read += n;
                 if read >= TURN_BYTES {
                     return pause(conn, cx, Next::Yield);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && cx.is_stopping() => {
+                if io.wait(Ready::Readable, until.saturating_duration_since(Instant::now())).is_err() {
+                    break;
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return pause(conn, cx, Next::Park),

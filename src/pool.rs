@@ -198,7 +198,7 @@ fn serve_until_parked<H: Handler>(
         match next {
             // At shutdown only a request in flight parks (the worker is
             // handed it back to finish, waiting).
-            Next::Park if !shared.is_stopping() || conn.state.has_request_in_flight() => match shared.park(conn) {
+            Next::Park if !shared.is_stopping() || conn.state.must_finish() => match shared.park(conn) {
                 Some(again) => conn = again,
                 None => return,
             },

@@ -148,10 +148,11 @@ impl ConnState {
         }
     }
 
-    /// True when a request was begun and must be finished, even at
-    /// shutdown: a head or small body arriving, or an answer going out.
-    pub(crate) fn has_request_in_flight(&self) -> bool {
-        matches!(self.phase, Phase::Head { .. } | Phase::Sending { .. })
+    /// True when something begun must be finished, even at shutdown: a
+    /// head or small body arriving, an answer going out, a close lingering
+    /// (closing at once could reset the connection under its answer).
+    pub(crate) fn must_finish(&self) -> bool {
+        matches!(self.phase, Phase::Head { .. } | Phase::Sending { .. } | Phase::Lingering { .. })
     }
 
     /// True while an answer waits for the client to take it.

@@ -930,3 +930,19 @@ fn an_answer_ready_before_a_handler_expected_to_block_goes_out_first() {
     assert_eq!(s.serve(&mut quick), Next::Park);
     assert_eq!(seat.handed_over.load(Ordering::Relaxed), 6, "three more calls were expected to block, then none");
 }
+
+#[test]
+fn at_shutdown_an_error_answer_still_lingers_waiting_then_closes() {
+    let mut s = Served::new(&hello);
+    s.stopping.store(true, Ordering::Relaxed);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n", b"what the client still sends"]);
+    io.eof = true;
+    io.patient = true;
+    io.release();
+    // Nothing parks at shutdown: the worker reads on, waiting, until the
+    // client's end of stream, rather than closing (and resetting) at once.
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert!(io.shut_write);
+    assert!(io.chunks.is_empty() && io.is_drained());
+    assert!(redact_dates(&io.written).starts_with("HTTP/1.1 400 Bad Request\r\n"));
+}

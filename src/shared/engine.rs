@@ -235,12 +235,12 @@ impl<C: Occupant> Engine<C> {
     }
 
     /// Parks `conn` (already watched by its seat), unless it became readable
-    /// while held or shutdown has closed the lot (`in_flight`: it has a
-    /// request to finish).
-    pub(crate) fn park(&self, conn: C, in_flight: bool) -> Parking<C> {
+    /// while held, or shutdown has closed the lot and it has something to
+    /// finish (`must_finish`): then it goes back to its worker.
+    pub(crate) fn park(&self, conn: C, must_finish: bool) -> Parking<C> {
         let mut hub = self.lock();
         if hub.stage != Stage::Running {
-            return if in_flight { Parking::Again(conn) } else { Parking::Close(conn) };
+            return if must_finish { Parking::Again(conn) } else { Parking::Close(conn) };
         }
         match hub.slots.park(conn) {
             Some(again) => Parking::Again(again),
@@ -287,11 +287,11 @@ impl<C: Occupant> Engine<C> {
     /// The sweep's last step: parked connections with a request in flight
     /// join their seat's ready list (their workers finish them), the others
     /// are returned to be closed; then the workers may leave.
-    pub(crate) fn sweep_parked(&self, in_flight: impl Fn(&C) -> bool) -> Vec<C> {
+    pub(crate) fn sweep_parked(&self, must_finish: impl Fn(&C) -> bool) -> Vec<C> {
         let mut hub = self.lock();
         let mut idle = Vec::new();
         for conn in hub.slots.take_parked() {
-            if in_flight(&conn) {
+            if must_finish(&conn) {
                 let seat = conn.seat();
                 hub.board.push_ready(seat, conn);
             } else {

@@ -183,8 +183,8 @@ impl Shared {
             }
             conn.watching = Some(interest);
         }
-        let in_flight = conn.state.has_request_in_flight();
-        match self.engine.park(conn, in_flight) {
+        let must_finish = conn.state.must_finish();
+        match self.engine.park(conn, must_finish) {
             Parking::Done => None,
             Parking::Again(conn) => Some(conn),
             Parking::Close(conn) => {
@@ -254,7 +254,7 @@ impl Shared {
                 self.engine.lock().board.begin_poll(seat, false);
             }
         }
-        for conn in self.engine.sweep_parked(|conn| conn.state.has_request_in_flight()) {
+        for conn in self.engine.sweep_parked(|conn| conn.state.must_finish()) {
             self.close(conn);
         }
     }
