@@ -266,7 +266,15 @@ fn every_request_sent_before_shutdown_is_answered() {
     const CONNS: usize = 800;
     let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
     rlimit::setrlimit(rlimit::Resource::NOFILE, (2 * CONNS as u64 + 256).max(soft).min(hard), hard).unwrap();
-    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(|_: &mut Request| Response::text("ok")).unwrap();
+    // No idle timeout: on a loaded machine the first connections can sit
+    // idle for seconds while the test reads 800 answers, and must still be
+    // open when their second request comes.
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .idle_timeout(Duration::MAX)
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
     let addr = server.local_addr();
     let mut conns: Vec<std::net::TcpStream> = Vec::new();
     for _ in 0..CONNS {
