@@ -53,14 +53,17 @@ impl Listener {
     /// Non-blocking, and on Linux with `TCP_NODELAY` set once for every
     /// connection it accepts (they inherit it), saving a system call per
     /// connection, and with accepts deferred until the client has sent
-    /// something (see [`defer_accept`]).
+    /// something (see [`defer_accept`]). Elsewhere, and on Linux built with
+    /// `--cfg httpool_portable` (macOS's paths, tested on Linux CI),
+    /// `TCP_NODELAY` is set on each accepted socket and accepts are not
+    /// deferred.
     pub(crate) fn tcp(listener: std::net::TcpListener) -> io::Result<Listener> {
         listener.set_nonblocking(true)?;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(httpool_portable)))]
         rustix::net::sockopt::set_tcp_nodelay(&listener, true)?;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(httpool_portable)))]
         let deferred = defer_accept(&listener).is_ok();
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
         let deferred = false;
         Ok(Listener::Tcp { socket: mio::net::TcpListener::from_std(listener), deferred })
     }
@@ -77,7 +80,7 @@ impl Listener {
                 let (stream, addr) = l.accept()?;
                 // Responses are written whole; small writes (streamed
                 // chunks, the tail of a large body) must not wait for ACKs.
-                #[cfg(not(target_os = "linux"))]
+                #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
                 let _ = stream.set_nodelay(true);
                 Ok((Stream::Tcp(stream.into()), Peer::Ip(addr)))
             }
@@ -91,7 +94,7 @@ impl Listener {
 
 /// How long the kernel holds a silent new connection back: after this it
 /// hands it over anyway, and the head deadline applies as usual.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 const DEFER_ACCEPT_SECS: libc::c_int = 1;
 
 /// Sets `TCP_DEFER_ACCEPT` (tcp(7)): the kernel completes the handshake but
@@ -105,7 +108,7 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
 /// hence `unsafe` (one of two blocks in the crate; the other is in `pool.rs`).
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
 fn defer_accept(listener: &std::net::TcpListener) -> io::Result<()> {
     let secs = DEFER_ACCEPT_SECS;
@@ -251,9 +254,10 @@ mod tests {
         assert!(stream.nodelay().unwrap());
     }
 
+    /// Not under `--cfg httpool_portable`, which takes macOS's path.
     #[test]
     fn tcp_listeners_defer_accepts_on_linux() {
         let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
-        assert_eq!(listener.delivers_data(), cfg!(target_os = "linux"));
+        assert_eq!(listener.delivers_data(), cfg!(all(target_os = "linux", not(httpool_portable))));
     }
 }
