@@ -59,6 +59,7 @@ impl Listener {
     /// deferred.
     pub(crate) fn tcp(listener: std::net::TcpListener) -> io::Result<Listener> {
         listener.set_nonblocking(true)?;
+        no_sigpipe(&listener)?;
         #[cfg(all(target_os = "linux", not(httpool_portable)))]
         rustix::net::sockopt::set_tcp_nodelay(&listener, true)?;
         #[cfg(all(target_os = "linux", not(httpool_portable)))]
@@ -66,6 +67,14 @@ impl Listener {
         #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
         let deferred = false;
         Ok(Listener::Tcp { socket: mio::net::TcpListener::from_std(listener), deferred })
+    }
+
+    /// Non-blocking, and on Apple systems never raising `SIGPIPE` (see
+    /// [`no_sigpipe`]).
+    pub(crate) fn unix(listener: std::os::unix::net::UnixListener) -> io::Result<Listener> {
+        listener.set_nonblocking(true)?;
+        no_sigpipe(&listener)?;
+        Ok(Listener::Unix(mio::net::UnixListener::from_std(listener)))
     }
 
     /// True when an accepted connection has bytes to read already, so that
@@ -90,6 +99,23 @@ impl Listener {
             }
         }
     }
+}
+
+/// Sets `SO_NOSIGPIPE` on Apple systems, where a write to a connection the
+/// peer has reset otherwise raises `SIGPIPE` (Linux: std sends with
+/// `MSG_NOSIGNAL`), and the default action of that signal ends the process.
+/// Rust's `main` ignores it, but a host process (a C program embedding a
+/// Rust library, a listener handed over by launchd) may not. Sockets std
+/// creates have it set already; one made elsewhere may not. Accepted
+/// sockets inherit it from the listener (XNU's `sonewconn` copies it).
+#[cfg(target_vendor = "apple")]
+fn no_sigpipe(listener: &impl std::os::fd::AsFd) -> io::Result<()> {
+    Ok(rustix::net::sockopt::set_socket_nosigpipe(listener, true)?)
+}
+
+#[cfg(not(target_vendor = "apple"))]
+fn no_sigpipe(_: &impl std::os::fd::AsFd) -> io::Result<()> {
+    Ok(())
 }
 
 /// How long the kernel holds a silent new connection back: after this it
@@ -252,6 +278,28 @@ mod tests {
         };
         let Stream::Tcp(stream) = stream else { unreachable!() };
         assert!(stream.nodelay().unwrap());
+    }
+
+    /// A listener made without `SO_NOSIGPIPE` (as one from another process
+    /// may be) gets it, and so do the connections it accepts.
+    #[cfg(target_vendor = "apple")]
+    #[test]
+    fn apple_listeners_and_their_connections_never_raise_sigpipe() {
+        use rustix::net::sockopt::{set_socket_nosigpipe, socket_nosigpipe};
+        let bare = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_socket_nosigpipe(&bare, false).unwrap();
+        let listener = Listener::tcp(bare).unwrap();
+        let Listener::Tcp { socket: inner, .. } = &listener else { unreachable!() };
+        assert!(socket_nosigpipe(inner).unwrap());
+        let _client = std::net::TcpStream::connect(inner.local_addr().unwrap()).unwrap();
+        let (stream, _) = loop {
+            match listener.accept() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                other => break other.unwrap(),
+            }
+        };
+        let Stream::Tcp(stream) = stream else { unreachable!() };
+        assert!(socket_nosigpipe(&stream).unwrap());
     }
 
     /// Not under `--cfg httpool_portable`, which takes macOS's path.
