@@ -10,13 +10,16 @@
 #   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
 #   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
 #
-# Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2),
-# ehttpd, may_minihttp, hyper, actix, astra (benches/peers, its own workspace
-# and target dir). A peer that does not build is reported and skipped.
+# Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2:
+# epoll on Linux, kqueue on macOS), ehttpd, may_minihttp, hyper, actix, astra
+# (benches/peers, its own workspace and target dir). A peer that does not
+# build is reported and skipped.
 # astra holds a pool thread per connection, 15 per CPU by default: past that
 # many connections the rest wait unserved (wrk counts them as timeouts).
 # Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, MODES, WARMUP), plus
-# SERVERS and BASE_PORT (19001). Only 127.0.0.1 is used.
+# SERVERS and BASE_PORT (19001). Only 127.0.0.1 is used. Like ci/wrk.sh, it
+# runs on Linux and macOS (bash 3.2: the servers' ports and commands are
+# parallel arrays, not associative ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_LIB=1 source ci/wrk.sh
@@ -29,24 +32,21 @@ PEERS=benches/peers
 need_wrk
 need_taskset
 
-declare -A CMD PORT
+# Each server gets the next port in SERVERS order, built or not.
+built=() ports=() cmds=()
 port=$BASE_PORT
 for s in $SERVERS; do
-    PORT[$s]=$port
+    server_port=$port
     port=$((port + 1))
-done
-
-built=()
-for s in $SERVERS; do
     case $s in
     httpool)
         cargo build --release --example testolope
-        CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]}"
+        cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port"
         ;;
     c)
         mkdir -p "$TARGET/release"
         cc -O2 -o "$TARGET/release/c_responder" benches/c_responder.c
-        CMD[$s]="$TARGET/release/c_responder ${PORT[$s]}"
+        cmd="$TARGET/release/c_responder $server_port"
         ;;
     ehttpd | may_minihttp | hyper | actix | astra)
         pkg=peer-${s//_/-}
@@ -54,7 +54,7 @@ for s in $SERVERS; do
             echo "!! $s did not build; skipped" >&2
             continue
         fi
-        CMD[$s]="$PEERS/target/release/$pkg 127.0.0.1:${PORT[$s]}"
+        cmd="$PEERS/target/release/$pkg 127.0.0.1:$server_port"
         ;;
     *)
         echo "unknown server $s" >&2
@@ -62,16 +62,22 @@ for s in $SERVERS; do
         ;;
     esac
     built+=("$s")
+    ports+=("$server_port")
+    cmds+=("$cmd")
 done
+if ((${#built[@]} == 0)); then
+    echo "no server built" >&2
+    exit 1
+fi
 
 RESULTS=$(mktemp /tmp/compare-results.XXXXXX)
 trap 'stop_all' EXIT
 echo "servers: ${built[*]}; MODES=$MODES ROUNDS=$ROUNDS DURATION=${DURATION}s PIN=$PIN" >&2
 show_load
 for ((round = 1; round <= ROUNDS; round++)); do
-    for s in "${built[@]}"; do
-        # shellcheck disable=SC2086 # CMD holds a command and its argument
-        bench_server "$s" "${PORT[$s]}" "$round" ${CMD[$s]}
+    for ((i = 0; i < ${#built[@]}; i++)); do
+        # shellcheck disable=SC2086 # cmds holds a command and its argument
+        bench_server "${built[$i]}" "${ports[$i]}" "$round" ${cmds[$i]}
     done
 done
 summarize httpool

@@ -2,11 +2,15 @@
 # Load-tests examples/testolope with wrk: keep-alive (/testolope) and a
 # connection per request (/testolope-nokeepalive), in interleaved rounds, and
 # prints the medians of req/s, p99 latency and the server's CPU time per
-# request (utime+stime of the whole process from /proc/PID/stat).
+# request (utime+stime of the whole process: /proc/PID/stat on Linux,
+# `ps -o utime=,stime=` in 10 ms steps on macOS).
+#
+# Runs on Linux and on macOS (bash 3.2 and BSD tools: no bash-4 features and
+# no GNU-only options here). wrk comes from apt on Linux, Homebrew on macOS.
 #
 #   bash ci/wrk.sh                      # unpinned: wrk -t2 -c64, 3 rounds of 10 s
 #   ROUNDS=5 DURATION=5 bash ci/wrk.sh
-#   PIN=1 bash ci/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1
+#   PIN=1 bash ci/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1 (Linux)
 #
 # Environment: ROUNDS (3), DURATION (10, seconds), CONNECTIONS (64), PIN (0),
 # MODES ("keepalive nokeepalive"), WARMUP (1, seconds of unrecorded load
@@ -22,11 +26,26 @@ CONNECTIONS=${CONNECTIONS:-64}
 PIN=${PIN:-0}
 MODES=${MODES:-keepalive nokeepalive}
 WARMUP=${WARMUP:-1}
-CLK_TCK=$(getconf CLK_TCK)
+OS=$(uname -s)
+# Units of cpu_ticks: the kernel's clock ticks on Linux, ps's 10 ms on macOS.
+if [[ $OS == Darwin ]]; then
+    CLK_TCK=100
+else
+    CLK_TCK=$(getconf CLK_TCK)
+fi
 SERVER_PIDS=()
 
 need_wrk() {
     command -v wrk >/dev/null && return
+    if [[ $OS == Darwin ]]; then
+        command -v brew >/dev/null || {
+            echo "wrk is missing: install Homebrew (brew.sh), then: brew install wrk" >&2
+            exit 1
+        }
+        echo "installing wrk with Homebrew" >&2
+        brew install wrk >/dev/null
+        return
+    fi
     echo "installing wrk" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 || {
         apt-get update -qq
@@ -36,20 +55,25 @@ need_wrk() {
 
 need_taskset() {
     [[ $PIN == 1 ]] || return 0
+    if [[ $OS == Darwin ]]; then
+        echo "PIN=1 is Linux only: macOS cannot pin a process to a CPU (no taskset); run unpinned" >&2
+        exit 1
+    fi
     command -v taskset >/dev/null || {
         echo "PIN=1 needs taskset (util-linux)" >&2
         exit 1
     }
-    (($(nproc) >= 2)) || {
+    (($(getconf _NPROCESSORS_ONLN) >= 2)) || {
         echo "PIN=1 needs 2 CPUs" >&2
         exit 1
     }
 }
 
 # show_load: what else is running (benchmarks on a busy machine mislead).
+# Linux's uptime says "load average:", macOS's "load averages:".
 show_load() {
-    echo "load:$(uptime | sed 's/.*load average:/ /'); busiest processes:" >&2
-    ps -eo pcpu=,pid=,comm= --sort=-pcpu | head -n 3 | sed 's/^/    /' >&2
+    echo "load:$(uptime | sed 's/.*load averages*:/ /'); busiest processes:" >&2
+    ps -Ao pcpu=,pid=,comm= | sort -rn | head -n 3 | sed 's/^/    /' >&2
 }
 
 # start_server NAME PORT CMD...: starts CMD (pinned to CPU 0 when PIN=1) and
@@ -108,8 +132,20 @@ stop_all() {
     SERVER_PIDS=()
 }
 
-# cpu_ticks PID: "utime stime" (fields 14 and 15) of the whole process.
+# cpu_ticks PID: "utime stime" of the whole process in units of CLK_TCK:
+# fields 14 and 15 of /proc/PID/stat on Linux; on macOS ps's [[H:]M]M:SS.cc
+# (the C locale keeps "." as the decimal point) in hundredths of a second.
 cpu_ticks() {
+    if [[ $OS == Darwin ]]; then
+        LC_ALL=C ps -o utime= -o stime= -p "$1" | awk '
+            function cs(t,   n, i, f, v) {
+                n = split(t, f, ":")
+                for (i = 1; i <= n; i++) v = v * 60 + f[i]
+                return int(v * 100 + 0.5)
+            }
+            { print cs($1), cs($2) }'
+        return
+    fi
     # Strip "pid (comm) " first: comm may contain spaces.
     local rest
     rest=$(<"/proc/$1/stat")

@@ -105,8 +105,9 @@ fn copy_file_now<T: Transport + ?Sized>(io: &mut T, file: &mut File, left: &mut 
     Ok(true)
 }
 
-/// [`Transport::send_file_now`] with `sendfile(2)`.
-#[cfg(target_os = "linux")]
+/// [`Transport::send_file_now`] with `sendfile(2)` (not under
+/// `--cfg httpool_portable`, which takes macOS's buffered copy).
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 fn send_file_now_linux(sock: &std::net::TcpStream, file: &mut File, left: &mut u64) -> io::Result<bool> {
     use std::io::{Seek, SeekFrom};
     let mut offset = file.stream_position()?;
@@ -271,7 +272,7 @@ impl Transport for Socket<'_> {
     }
 
     fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(httpool_portable)))]
         if let Stream::Tcp(sock) = &*self.stream {
             return send_file_now_linux(sock, file, left);
         }

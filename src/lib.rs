@@ -48,8 +48,21 @@
 
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations)]
-#![cfg(unix)]
 
+// On Windows and other non-Unix targets the crate is this one error: the
+// modules below use Unix descriptors and Unix domain sockets, so they are
+// left out there rather than failing with a screen of unresolved imports.
+#[cfg(not(unix))]
+compile_error!(
+    "httpool supports Linux and macOS, and other Unix systems on a best-effort basis (through mio); it does not build for Windows or other non-Unix targets"
+);
+
+/// Gives every item of the crate `#[cfg(unix)]` (see the error above).
+macro_rules! unix_only {
+    ($($item:item)*) => { $(#[cfg(unix)] $item)* };
+}
+
+unix_only! {
 #[macro_use]
 mod logging;
 
@@ -109,3 +122,4 @@ pub use upgrade::Upgraded;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+}

@@ -53,16 +53,28 @@ impl Listener {
     /// Non-blocking, and on Linux with `TCP_NODELAY` set once for every
     /// connection it accepts (they inherit it), saving a system call per
     /// connection, and with accepts deferred until the client has sent
-    /// something (see [`defer_accept`]).
+    /// something (see [`defer_accept`]). Elsewhere, and on Linux built with
+    /// `--cfg httpool_portable` (macOS's paths, tested on Linux CI),
+    /// `TCP_NODELAY` is set on each accepted socket and accepts are not
+    /// deferred.
     pub(crate) fn tcp(listener: std::net::TcpListener) -> io::Result<Listener> {
         listener.set_nonblocking(true)?;
-        #[cfg(target_os = "linux")]
+        no_sigpipe(&listener)?;
+        #[cfg(all(target_os = "linux", not(httpool_portable)))]
         rustix::net::sockopt::set_tcp_nodelay(&listener, true)?;
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(httpool_portable)))]
         let deferred = defer_accept(&listener).is_ok();
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
         let deferred = false;
         Ok(Listener::Tcp { socket: mio::net::TcpListener::from_std(listener), deferred })
+    }
+
+    /// Non-blocking, and on Apple systems never raising `SIGPIPE` (see
+    /// [`no_sigpipe`]).
+    pub(crate) fn unix(listener: std::os::unix::net::UnixListener) -> io::Result<Listener> {
+        listener.set_nonblocking(true)?;
+        no_sigpipe(&listener)?;
+        Ok(Listener::Unix(mio::net::UnixListener::from_std(listener)))
     }
 
     /// True when an accepted connection has bytes to read already, so that
@@ -77,7 +89,7 @@ impl Listener {
                 let (stream, addr) = l.accept()?;
                 // Responses are written whole; small writes (streamed
                 // chunks, the tail of a large body) must not wait for ACKs.
-                #[cfg(not(target_os = "linux"))]
+                #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
                 let _ = stream.set_nodelay(true);
                 Ok((Stream::Tcp(stream.into()), Peer::Ip(addr)))
             }
@@ -89,9 +101,26 @@ impl Listener {
     }
 }
 
+/// Sets `SO_NOSIGPIPE` on Apple systems, where a write to a connection the
+/// peer has reset otherwise raises `SIGPIPE` (Linux: std sends with
+/// `MSG_NOSIGNAL`), and the default action of that signal ends the process.
+/// Rust's `main` ignores it, but a host process (a C program embedding a
+/// Rust library, a listener handed over by launchd) may not. Sockets std
+/// creates have it set already; one made elsewhere may not. Accepted
+/// sockets inherit it from the listener (XNU's `sonewconn` copies it).
+#[cfg(target_vendor = "apple")]
+fn no_sigpipe(listener: &impl std::os::fd::AsFd) -> io::Result<()> {
+    Ok(rustix::net::sockopt::set_socket_nosigpipe(listener, true)?)
+}
+
+#[cfg(not(target_vendor = "apple"))]
+fn no_sigpipe(_: &impl std::os::fd::AsFd) -> io::Result<()> {
+    Ok(())
+}
+
 /// How long the kernel holds a silent new connection back: after this it
 /// hands it over anyway, and the head deadline applies as usual.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 const DEFER_ACCEPT_SECS: libc::c_int = 1;
 
 /// Sets `TCP_DEFER_ACCEPT` (tcp(7)): the kernel completes the handshake but
@@ -105,7 +134,7 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
 /// hence `unsafe` (one of two blocks in the crate; the other is in `pool.rs`).
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
 fn defer_accept(listener: &std::net::TcpListener) -> io::Result<()> {
     let secs = DEFER_ACCEPT_SECS;
@@ -251,9 +280,32 @@ mod tests {
         assert!(stream.nodelay().unwrap());
     }
 
+    /// A listener made without `SO_NOSIGPIPE` (as one from another process
+    /// may be) gets it, and so do the connections it accepts.
+    #[cfg(target_vendor = "apple")]
+    #[test]
+    fn apple_listeners_and_their_connections_never_raise_sigpipe() {
+        use rustix::net::sockopt::{set_socket_nosigpipe, socket_nosigpipe};
+        let bare = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_socket_nosigpipe(&bare, false).unwrap();
+        let listener = Listener::tcp(bare).unwrap();
+        let Listener::Tcp { socket: inner, .. } = &listener else { unreachable!() };
+        assert!(socket_nosigpipe(inner).unwrap());
+        let _client = std::net::TcpStream::connect(inner.local_addr().unwrap()).unwrap();
+        let (stream, _) = loop {
+            match listener.accept() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                other => break other.unwrap(),
+            }
+        };
+        let Stream::Tcp(stream) = stream else { unreachable!() };
+        assert!(socket_nosigpipe(&stream).unwrap());
+    }
+
+    /// Not under `--cfg httpool_portable`, which takes macOS's path.
     #[test]
     fn tcp_listeners_defer_accepts_on_linux() {
         let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
-        assert_eq!(listener.delivers_data(), cfg!(target_os = "linux"));
+        assert_eq!(listener.delivers_data(), cfg!(all(target_os = "linux", not(httpool_portable))));
     }
 }

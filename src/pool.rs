@@ -212,8 +212,9 @@ fn serve_until_parked<H: Handler>(
 /// ([`Server::batch_scheduling`](crate::Server::batch_scheduling)).
 ///
 /// Neither std nor rustix wraps sched_setscheduler(2), hence `unsafe`; what
-/// it buys is measured in the README (Performance).
-#[cfg(target_os = "linux")]
+/// it buys is measured in the README (Performance). Not under
+/// `--cfg httpool_portable`, which takes macOS's path (no policy change).
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
 fn schedule_as_batch() {
     let param = libc::sched_param { sched_priority: 0 };
@@ -227,5 +228,5 @@ fn schedule_as_batch() {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
 fn schedule_as_batch() {}

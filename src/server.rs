@@ -55,10 +55,18 @@ impl Server {
     /// Serves on a TCP listener bound elsewhere (socket activation, a port
     /// chosen by the caller, `SO_REUSEPORT`).
     ///
-    /// For several processes sharing one port, bind each listener with
-    /// `SO_REUSEPORT` (e.g. with `socket2`) and pass it here; with systemd
-    /// socket activation, wrap the inherited descriptor 3 in a
-    /// `TcpListener` and pass it here.
+    /// For several processes sharing one port on Linux, bind each listener
+    /// with `SO_REUSEPORT` (e.g. with `socket2`) and pass it here: the
+    /// kernel spreads new connections over them. macOS accepts the option
+    /// but gives every new connection to one of the listeners, so there it
+    /// does not spread load over processes. With systemd socket activation
+    /// (Linux), wrap the inherited descriptor 3 in a `TcpListener` and pass
+    /// it here; on macOS, launchd hands over the descriptors of a job's
+    /// sockets through `launch_activate_socket(3)`.
+    ///
+    /// On macOS the listener is given `SO_NOSIGPIPE` (its connections
+    /// inherit it), so a client's reset cannot raise `SIGPIPE` in a host
+    /// process that does not ignore that signal.
     pub fn from_listener(listener: TcpListener) -> Server {
         Server { listener: Bound::Tcp(listener), config: Config::default() }
     }
@@ -74,7 +82,8 @@ impl Server {
         Ok(Server::from_unix_listener(UnixListener::bind(path)?))
     }
 
-    /// Serves on a Unix domain socket listener bound elsewhere.
+    /// Serves on a Unix domain socket listener bound elsewhere (on macOS
+    /// given `SO_NOSIGPIPE`, as in [`from_listener`](Server::from_listener)).
     pub fn from_unix_listener(listener: UnixListener) -> Server {
         Server { listener: Bound::Unix(listener), config: Config::default() }
     }
@@ -172,8 +181,8 @@ impl Server {
     /// this project's loopback benchmarks it raised keep-alive throughput
     /// 6–12% and cut CPU per new connection by a third (README,
     /// Performance). The cost is that a worker may wait for a time slice
-    /// (a few ms) when every core is busy with other work. Elsewhere it
-    /// does nothing. Default: on.
+    /// (a few ms) when every core is busy with other work. On macOS and
+    /// other systems (no such policy) it does nothing. Default: on.
     pub fn batch_scheduling(mut self, on: bool) -> Server {
         self.config.batch_scheduling = on;
         self
@@ -359,10 +368,7 @@ impl Server {
         let addr = self.local_addr()?;
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
-            Bound::Unix(l) => {
-                l.set_nonblocking(true)?;
-                Listener::Unix(mio::net::UnixListener::from_std(l))
-            }
+            Bound::Unix(l) => Listener::unix(l)?,
         };
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         let seats = self.config.workers.min(cores);

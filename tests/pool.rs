@@ -5,8 +5,11 @@
 
 mod common;
 
+#[cfg(target_os = "linux")]
 use std::io::{BufRead, BufReader, Write};
+#[cfg(target_os = "linux")]
 use std::net::SocketAddr;
+#[cfg(target_os = "linux")]
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -191,6 +194,9 @@ fn httpool_threads() -> usize {
 
 /// A child process runs the server with an address-space limit that leaves
 /// room for `fit` worker stacks: `HTTPOOL_POOL_CHILD` says which case.
+/// Linux only, like the tests below: it reads /proc, and macOS does not
+/// enforce `RLIMIT_AS`.
+#[cfg(target_os = "linux")]
 #[test]
 #[ignore = "run in a child process by the tests below"]
 fn pool_child() {
@@ -257,6 +263,7 @@ fn pool_child() {
     }
 }
 
+#[cfg(target_os = "linux")]
 fn pool_child_process(case: &str) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
     let mut process = Command::new(std::env::current_exe().unwrap())
         .args(["pool_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
@@ -272,6 +279,7 @@ fn pool_child_process(case: &str) -> (std::process::Child, BufReader<std::proces
 }
 
 /// The next line of the child's starting with `prefix`, without it.
+#[cfg(target_os = "linux")]
 fn line(out: &mut BufReader<std::process::ChildStdout>, prefix: &str) -> String {
     let mut line = String::new();
     loop {

@@ -95,6 +95,15 @@ impl Reply {
     }
 }
 
+/// True for the errors of a send to a connection the server has closed:
+/// `EPIPE`, `ECONNRESET`, and on Apple systems also `EPROTOTYPE` (41 there),
+/// which their kernel returns for a send that races the socket's teardown.
+fn closed_early(e: &io::Error) -> bool {
+    const APPLE_EPROTOTYPE: i32 = 41;
+    matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset)
+        || (cfg!(target_vendor = "apple") && e.raw_os_error() == Some(APPLE_EPROTOTYPE))
+}
+
 /// A raw HTTP/1.1 client: exact bytes out, framed responses in.
 struct Client {
     stream: TcpStream,
@@ -113,8 +122,7 @@ impl Client {
     /// already; the responses decide the case, not the write.
     fn send(&mut self, bytes: &[u8]) {
         if let Err(e) = self.stream.write_all(bytes) {
-            let early_close = matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset);
-            assert!(early_close, "send failed: {e}");
+            assert!(closed_early(&e), "send failed: {e}");
         }
     }
 

@@ -310,7 +310,7 @@ fn request_bodies_reach_the_handler() {
 /// On Linux the listener defers accepts (`TCP_DEFER_ACCEPT`): a client that
 /// connects and says nothing is not accepted, so it holds no slot, no
 /// descriptor and no worker; it is served once it speaks.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[test]
 fn a_silent_connection_is_accepted_only_once_it_sends() {
     let server = testolope_server(1);
@@ -329,6 +329,28 @@ fn a_silent_connection_is_accepted_only_once_it_sends() {
     send(&mut silent, &get("/testolope"));
     assert_eq!(read_reply(&mut silent, false).unwrap().status, 200);
     assert_eq!(server.stats().accepted, 2);
+    assert!(server.shutdown());
+}
+
+/// Without deferred accepts (macOS, and Linux under `--cfg
+/// httpool_portable`) a client that connects and says nothing is accepted
+/// and parked at once, holding a slot but no worker; it is served once it
+/// speaks.
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+#[test]
+fn a_silent_connection_is_parked_at_accept_and_served_once_it_sends() {
+    let server = testolope_server(1);
+    let mut silent = connect(server.local_addr());
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while server.stats().parked < 1 {
+        assert!(std::time::Instant::now() < deadline, "never parked: {:?}", server.stats());
+        std::thread::yield_now();
+    }
+    let stats = server.stats();
+    assert_eq!((stats.accepted, stats.open, stats.parked, stats.active), (1, 1, 1, 0));
+    send(&mut silent, &get("/testolope"));
+    assert_eq!(read_reply(&mut silent, false).unwrap().status, 200);
+    assert_eq!(server.stats().accepted, 1);
     assert!(server.shutdown());
 }
 
@@ -388,6 +410,8 @@ fn files_are_sent_whole_or_from_a_position() {
 /// Handlers run on workers under `SCHED_BATCH` by default, and under the
 /// normal policy with `batch_scheduling(false)`: the handler reports the
 /// policy of the thread it runs on (field 41 of /proc/thread-self/stat).
+/// Under `--cfg httpool_portable` (macOS's path) the setting does nothing:
+/// always the normal policy.
 #[cfg(target_os = "linux")]
 #[test]
 fn workers_run_under_sched_batch_unless_turned_off() {
@@ -399,7 +423,8 @@ fn workers_run_under_sched_batch_unless_turned_off() {
     }
     const SCHED_OTHER: &[u8] = b"0";
     const SCHED_BATCH: &[u8] = b"3";
-    for (on, expected) in [(None, SCHED_BATCH), (Some(false), SCHED_OTHER), (Some(true), SCHED_BATCH)] {
+    let batch = if cfg!(httpool_portable) { SCHED_OTHER } else { SCHED_BATCH };
+    for (on, expected) in [(None, batch), (Some(false), SCHED_OTHER), (Some(true), batch)] {
         let mut server = Server::bind("127.0.0.1:0").unwrap().workers(2);
         if let Some(on) = on {
             server = server.batch_scheduling(on);
