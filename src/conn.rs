@@ -635,6 +635,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         conn.make_body_room();
     }
     let head_end = conn.start + head.len;
+    let tls = io.is_tls();
     let Scratch { out, spans, date, .. } = &mut *cx.scratch;
     let (before, rest) = conn.buf.split_at_mut(head_end);
     let bounds = cx.config.body_bounds();
@@ -648,7 +649,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         // §10.1.1), and one sent now could overtake queued responses.
         head.expect_continue && needs_socket,
     );
-    let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, body);
+    let mut req = Request::new(&before[conn.start..], head, spans, cx.peer, tls, body);
     let method = req.method();
     let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
     let resp = call(cx.handler, &mut req, cx.peer, cx.counters);

@@ -35,6 +35,11 @@ pub(crate) trait Transport: Read + Write {
         false
     }
 
+    /// True for a TLS connection (`Request::is_tls`).
+    fn is_tls(&self) -> bool {
+        false
+    }
+
     /// Stops the connection's seat from watching it while the worker reads
     /// or writes it directly (an upgrade's closure, a body, a slow write):
     /// the seat's events would only wake a worker for nothing.
@@ -249,6 +254,10 @@ impl Transport for Socket<'_> {
 
     fn holds_input(&self) -> bool {
         self.stream.holds_input()
+    }
+
+    fn is_tls(&self) -> bool {
+        self.stream.is_tls()
     }
 
     fn shutdown_write(&mut self) {

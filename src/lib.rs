@@ -9,6 +9,7 @@ mod logging;
 mod body;
 mod config;
 mod conn;
+mod cookies;
 mod date;
 mod error;
 #[doc(hidden)]
@@ -18,6 +19,8 @@ mod headers;
 #[cfg(feature = "http")]
 mod http_interop;
 mod io;
+#[cfg(feature = "json")]
+mod json;
 mod lot;
 mod monitor;
 mod net;
@@ -32,6 +35,7 @@ mod stream;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod upgrade;
+mod urlencoded;
 
 pub use body::Body;
 pub use config::{
@@ -40,6 +44,8 @@ pub use config::{
     DEFAULT_MAX_HEADERS, DEFAULT_MAX_UNSENT_BYTES, DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_SHUTDOWN_GRACE,
     DEFAULT_WRITE_TIMEOUT, Overload, default_workers,
 };
+#[cfg(feature = "cookies")]
+pub use cookie;
 pub use date::http_date;
 pub use error::{Error, ErrorKind};
 pub use handler::Handler;
@@ -50,3 +56,4 @@ pub use server::{Server, ServerHandle, ShutdownSignal};
 pub use stats::Stats;
 pub use stream::BodyWriter;
 pub use upgrade::Upgraded;
+pub use urlencoded::Form;
