@@ -12,6 +12,8 @@ mod conn;
 mod cookies;
 mod date;
 mod error;
+#[cfg(feature = "fs")]
+mod fs;
 #[doc(hidden)]
 pub mod fuzz;
 mod handler;
@@ -32,6 +34,8 @@ mod server;
 mod stats;
 mod status;
 mod stream;
+#[cfg(test)]
+mod testing;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod upgrade;
@@ -48,6 +52,8 @@ pub use config::{
 pub use cookie;
 pub use date::http_date;
 pub use error::{Error, ErrorKind};
+#[cfg(feature = "fs")]
+pub use fs::{DEFAULT_MEMORY_CACHE_BYTES, ServeDir};
 pub use handler::Handler;
 pub use headers::HeaderIter;
 pub use request::{Request, Version};

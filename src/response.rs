@@ -462,6 +462,6 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-mod build;
+pub(crate) mod build;
 #[cfg(test)]
 mod tests;
