@@ -7,6 +7,8 @@
 mod logging;
 
 mod body;
+#[cfg(feature = "compression")]
+mod compress;
 mod config;
 mod conn;
 mod cookies;
@@ -42,6 +44,8 @@ mod upgrade;
 mod urlencoded;
 
 pub use body::Body;
+#[cfg(feature = "compression")]
+pub use compress::{Compress, DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_COMPRESSION_LEVEL, compress};
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES,
