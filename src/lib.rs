@@ -6,6 +6,8 @@
 #[macro_use]
 mod logging;
 
+#[cfg(feature = "log")]
+mod access_log;
 mod body;
 #[cfg(feature = "compression")]
 mod compress;
@@ -43,6 +45,8 @@ pub mod tls;
 mod upgrade;
 mod urlencoded;
 
+#[cfg(feature = "log")]
+pub use access_log::{ACCESS_LOG_TARGET, AccessLog, LogFormat, access_log};
 pub use body::Body;
 #[cfg(feature = "compression")]
 pub use compress::{Compress, DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_COMPRESSION_LEVEL, compress};

@@ -171,6 +171,13 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The status the crate answers with instead of the handler's response
+    /// when reading the body failed (`None` when it did not, or when the
+    /// client went away and nothing is answered).
+    pub(crate) fn body_failure_status(&self) -> Option<u16> {
+        self.body.failure().and_then(BodyError::status)
+    }
+
     /// The error of a failed body read, by what the body says went wrong.
     fn body_error(&self, e: io::Error) -> Error {
         match self.body.failure() {
