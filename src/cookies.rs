@@ -175,6 +175,23 @@ mod set_cookie {
 #[cfg(test)]
 mod tests {
     use super::split_cookies;
+    use crate::testing::with_request;
+
+    #[test]
+    fn cookies_of_a_request_over_every_cookie_header() {
+        let raw = b"GET / HTTP/1.1\r\nHost: x\r\nCookie: sid=abc; theme=dark\r\nCookie: lang=en; sid=second\r\nCookie: bad=\xff\r\n\r\n";
+        with_request(raw, |req| {
+            assert_eq!(
+                req.cookies().collect::<Vec<_>>(),
+                [("sid", "abc"), ("theme", "dark"), ("lang", "en"), ("sid", "second")]
+            );
+            assert_eq!(req.cookie("sid"), Some("abc"));
+            assert_eq!(req.cookie("lang"), Some("en"));
+            assert_eq!(req.cookie("bad"), None);
+            assert_eq!(req.cookie("Sid"), None, "names are case-sensitive");
+        });
+        with_request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", |req| assert_eq!(req.cookies().count(), 0));
+    }
 
     #[test]
     fn cookie_pairs_split_on_semicolons_and_trim_whitespace() {

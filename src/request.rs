@@ -174,6 +174,7 @@ impl<'a> Request<'a> {
     /// The status the crate answers with instead of the handler's response
     /// when reading the body failed (`None` when it did not, or when the
     /// client went away and nothing is answered).
+    #[cfg(feature = "log")]
     pub(crate) fn body_failure_status(&self) -> Option<u16> {
         self.body.failure().and_then(BodyError::status)
     }

@@ -188,6 +188,7 @@ fn decode_form_part(raw: &[u8]) -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{with_request, with_request_limited};
 
     fn pairs(form: &Form) -> Vec<(&str, &str)> {
         form.iter().collect()
@@ -236,5 +237,76 @@ mod tests {
         for bad in ["/%", "/%4", "/%zz", "/%4g/", "/%FF", "/%C3"] {
             assert_eq!(decode_component(bad).unwrap_err().kind(), ErrorKind::BadRequest, "{bad}");
         }
+    }
+
+    #[test]
+    fn query_pairs_of_a_request() {
+        let raw = b"GET /search?q=rust+http&page=2&&flag&sym=%E2%82%AC%21&bad=%FF&q=again HTTP/1.1\r\nHost: x\r\n\r\n";
+        with_request(raw, |req| {
+            let pairs: Vec<(String, String)> = req.query_pairs().map(|(n, v)| (n.into(), v.into())).collect();
+            let want =
+                [("q", "rust http"), ("page", "2"), ("flag", ""), ("sym", "€!"), ("bad", "\u{fffd}"), ("q", "again")];
+            assert_eq!(pairs, want.map(|(n, v)| (n.to_owned(), v.to_owned())));
+            assert_eq!(req.query_param("q").as_deref(), Some("rust http"));
+            assert_eq!(req.query_param("flag").as_deref(), Some(""));
+            assert_eq!(req.query_param("missing"), None);
+        });
+        with_request(b"GET /plain HTTP/1.1\r\nHost: x\r\n\r\n", |req| assert_eq!(req.query_pairs().count(), 0));
+    }
+
+    #[test]
+    fn path_decoded_of_a_request() {
+        with_request(b"GET /caf%C3%A9/a+b?x=%20 HTTP/1.1\r\nHost: x\r\n\r\n", |req| {
+            assert_eq!(req.path(), "/caf%C3%A9/a+b");
+            assert_eq!(req.path_decoded().unwrap(), "/café/a+b");
+        });
+        with_request(b"GET /%C3 HTTP/1.1\r\nHost: x\r\n\r\n", |req| {
+            assert_eq!(req.path_decoded().unwrap_err().kind(), ErrorKind::BadRequest);
+        });
+    }
+
+    fn post(content_type: &str, body: &str) -> String {
+        format!("POST /f HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n{body}", body.len())
+    }
+
+    #[test]
+    fn form_reads_a_urlencoded_body() {
+        let raw = post("Content-Type: Application/X-WWW-Form-Urlencoded; charset=UTF-8\r\n", "name=Ada+L&lang=en");
+        let form = with_request(raw.as_bytes(), |req| req.form()).unwrap();
+        assert_eq!(pairs(&form), [("name", "Ada L"), ("lang", "en")]);
+        assert_eq!(form.into_pairs()[0], ("name".to_owned(), "Ada L".to_owned()));
+    }
+
+    #[test]
+    fn form_refuses_other_types_before_reading() {
+        for content_type in ["", "Content-Type: text/plain\r\n", "Content-Type: multipart/form-data; boundary=x\r\n"] {
+            let raw = post(content_type, "a=1");
+            let (kind, read) =
+                with_request(raw.as_bytes(), |req| (req.form().unwrap_err().kind(), req.body().bytes_read()));
+            assert_eq!((kind, read), (ErrorKind::UnsupportedMediaType, 0), "{content_type:?}");
+        }
+    }
+
+    #[test]
+    fn form_limits_and_malformed_bodies() {
+        let form_type = "Content-Type: application/x-www-form-urlencoded\r\n";
+        let raw = post(form_type, "a=0123456789");
+        let (kind, read) =
+            with_request(raw.as_bytes(), |req| (req.form_within(5).unwrap_err().kind(), req.body().bytes_read()));
+        assert_eq!((kind, read), (ErrorKind::BodyTooLarge, 0), "refused on Content-Length alone");
+        let chunked = format!(
+            "POST /f HTTP/1.1\r\nHost: x\r\n{form_type}Transfer-Encoding: chunked\r\n\r\nc\r\na=0123456789\r\n0\r\n\r\n"
+        );
+        let kind = with_request_limited(chunked.as_bytes(), 8, |req| req.form().unwrap_err().kind());
+        assert_eq!(kind, ErrorKind::BodyTooLarge, "the server's max_body_bytes");
+        let raw = post(form_type, "a=%FF");
+        assert_eq!(with_request(raw.as_bytes(), |req| req.form().unwrap_err().kind()), ErrorKind::BadRequest);
+        let bad_chunks = format!("POST /f HTTP/1.1\r\nHost: x\r\n{form_type}Transfer-Encoding: chunked\r\n\r\nzz\r\n");
+        assert_eq!(with_request(bad_chunks.as_bytes(), |req| req.form().unwrap_err().kind()), ErrorKind::BadRequest);
+    }
+
+    #[test]
+    fn a_plain_connection_is_not_tls() {
+        with_request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", |req| assert!(!req.is_tls()));
     }
 }
