@@ -1,7 +1,8 @@
-//! A small JSON API with `serde_json`: a to-do list in memory.
+//! A small JSON API with `Request::json` and `Response::json` (feature
+//! `json`): a to-do list in memory.
 //!
 //! ```sh
-//! cargo run --example json_api            # 127.0.0.1:8008
+//! cargo run --features json --example json_api            # 127.0.0.1:8008
 //! curl -i -H 'Content-Type: application/json' -d '{"title":"write docs"}' http://127.0.0.1:8008/todos
 //! curl -i http://127.0.0.1:8008/todos
 //! ```
@@ -40,10 +41,7 @@ struct Todos {
 }
 
 fn json(status: u16, value: &impl Serialize) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(body) => Response::bytes(body).with_status(status).with_content_type("application/json"),
-        Err(_) => Response::status(500),
-    }
+    Response::json(value).with_status(status)
 }
 
 fn error(status: u16, message: impl std::fmt::Display) -> Response {
@@ -51,21 +49,15 @@ fn error(status: u16, message: impl std::fmt::Display) -> Response {
 }
 
 fn create(todos: &Mutex<Todos>, req: &mut Request) -> Response {
-    let is_json = req.header("content-type").is_some_and(|ct| {
-        ct.split(';').next().is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-    });
-    if !is_json {
-        return error(415, "expected Content-Type: application/json");
-    }
-    let body = match req.read_body(MAX_BODY) {
-        Ok(body) => body,
-        Err(e) if e.kind() == ErrorKind::BodyTooLarge => return error(413, format!("body over {MAX_BODY} bytes")),
-        // The server answers a failed body read itself (400, 408 or 413).
-        Err(e) => return error(400, e),
-    };
-    let new: NewTodo = match serde_json::from_slice(&body) {
+    let new: NewTodo = match req.json_within(MAX_BODY) {
         Ok(new) => new,
-        Err(e) => return error(400, format!("invalid to-do: {e}")),
+        Err(e) => match e.kind() {
+            ErrorKind::UnsupportedMediaType => return error(415, "expected Content-Type: application/json"),
+            ErrorKind::BodyTooLarge => return error(413, format!("body over {MAX_BODY} bytes")),
+            // Not a to-do, or a failed body read (which the server answers
+            // itself: 400, 408 or 413).
+            _ => return error(400, format!("invalid to-do: {e}")),
+        },
     };
     let mut todos = todos.lock().unwrap_or_else(PoisonError::into_inner);
     todos.next_id += 1;

@@ -37,13 +37,8 @@ const PAGE: &str = r#"<!doctype html>
 "#;
 
 /// The `n` query parameter, capped; 5 when absent or not a number.
-fn ticks(query: Option<&str>) -> u32 {
-    let n = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|pair| pair.strip_prefix("n="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(5);
+fn ticks(req: &Request) -> u32 {
+    let n = req.query_param("n").and_then(|n| n.parse().ok()).unwrap_or(5);
     n.min(MAX_TICKS)
 }
 
@@ -72,8 +67,8 @@ fn main() -> std::io::Result<()> {
     let server = Server::bind(&addr)?.workers(32);
     eprintln!("server-sent events on http://{}/events?n=5", server.local_addr()?);
     server.serve(|req: &mut Request| match (req.method(), req.path()) {
-        ("GET" | "HEAD", "/") => Response::text(PAGE).with_content_type("text/html; charset=utf-8"),
-        ("GET", "/events") => events(ticks(req.query())),
+        ("GET" | "HEAD", "/") => Response::html(PAGE),
+        ("GET", "/events") => events(ticks(req)),
         (_, "/") => Response::status(405).with_header("Allow", "GET, HEAD"),
         (_, "/events") => Response::status(405).with_header("Allow", "GET"),
         _ => Response::status(404),

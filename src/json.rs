@@ -94,6 +94,41 @@ mod tests {
 
     use super::*;
     use crate::response::Payload;
+    use crate::testing::with_request;
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Todo {
+        title: String,
+        done: bool,
+    }
+
+    fn post(content_type: &str, body: &str) -> String {
+        format!("POST /t HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n{body}", body.len())
+    }
+
+    #[test]
+    fn json_bodies_become_values() {
+        for content_type in ["application/json", "application/json; charset=utf-8", "application/merge-patch+json"] {
+            let raw = post(&format!("Content-Type: {content_type}\r\n"), r#"{"title":"docs","done":true}"#);
+            let todo: Todo = with_request(raw.as_bytes(), |req| req.json()).unwrap();
+            assert_eq!(todo, Todo { title: "docs".into(), done: true }, "{content_type}");
+        }
+    }
+
+    #[test]
+    fn json_errors_by_kind() {
+        let json = "Content-Type: application/json\r\n";
+        let kind = |raw: String, limit: usize| {
+            with_request(raw.as_bytes(), |req| req.json_within::<Todo>(limit).unwrap_err().kind())
+        };
+        assert_eq!(kind(post("Content-Type: text/plain\r\n", "{}"), 100), ErrorKind::UnsupportedMediaType);
+        assert_eq!(kind(post("", "{}"), 100), ErrorKind::UnsupportedMediaType);
+        assert_eq!(kind(post(json, r#"{"title":"x","#), 100), ErrorKind::BadRequest);
+        assert_eq!(kind(post(json, r#"{"title":7,"done":true}"#), 100), ErrorKind::BadRequest);
+        assert_eq!(kind(post(json, r#"{"title":"long enough","done":true}"#), 10), ErrorKind::BodyTooLarge);
+        let e = with_request(post(json, "{").as_bytes(), |req| req.json::<Todo>().unwrap_err());
+        assert_eq!(e.to_string(), "invalid JSON body: EOF while parsing an object at line 1 column 1");
+    }
 
     #[test]
     fn json_media_types() {
