@@ -35,7 +35,7 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 /// refuses (an invalid header) or a handler that panicked, the crate's own
 /// `400`/`413`/`408` when reading the request body failed. The duration is
 /// the handler's: a body the crate sends afterwards (a file, a stream) is
-/// not in it. Wrap [`compress`](crate::compress) inside it,
+/// not in it. Wrap `httpool::compress` (feature `compression`) inside it,
 /// `access_log(compress(handler))`, to log the bytes actually sent.
 ///
 /// ```no_run
