@@ -338,6 +338,8 @@ fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_head: bool) -
     let resp = match (&entry.bytes, file) {
         _ if is_head => Response::status(status).with_header("Content-Length", n.to_string()),
         (Some(bytes), _) => Response::status(status).with_body(bytes[first as usize..(first + n) as usize].to_vec()),
+        // A file is open at its start: only a range needs a seek.
+        (None, Some(file)) if first == 0 => Response::file(file, n).with_status(status),
         (None, Some(mut file)) => match file.seek(SeekFrom::Start(first)) {
             Ok(_) => Response::file(file, n).with_status(status),
             Err(e) => {
