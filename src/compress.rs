@@ -55,8 +55,9 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 /// Every response it could compress gets `Vary: Accept-Encoding`, whether
 /// or not this client accepted gzip, so caches keep both. A compressed one
 /// gets `Content-Encoding: gzip`, its `Content-Length` is that of the
-/// gzipped bytes, and a strong `ETag` becomes weak (`W/"…"`): the bytes
-/// differ from the identity ones that carry the same tag. When gzip would
+/// gzipped bytes, a strong `ETag` becomes weak (`W/"…"`): the bytes
+/// differ from the identity ones that carry the same tag, and
+/// `Accept-Ranges` is dropped (ranges are served from the identity bytes). When gzip would
 /// not make the body smaller, it is sent as it is.
 pub fn compress<H: Handler>(handler: H) -> Compress<H> {
     Compress { inner: handler, min_bytes: DEFAULT_COMPRESS_MIN_BYTES, level: DEFAULT_COMPRESSION_LEVEL }
@@ -158,10 +159,14 @@ impl<H> Compress<H> {
     }
 }
 
-/// `Content-Encoding: gzip`, a weak `ETag`, and no declared length (the
-/// gzipped bytes are what is sent).
+/// `Content-Encoding: gzip`, a weak `ETag`, no declared length (the
+/// gzipped bytes are what is sent) and no `Accept-Ranges`: a range asked of
+/// this answer would be served from the identity bytes (`206` is never
+/// compressed), and a client resuming a gzipped download with it would
+/// splice two different byte streams.
 fn mark_encoded(resp: &mut Response) {
     resp.declared_length = None;
+    resp.headers.retain(|(name, _)| !name.eq_ignore_ascii_case("accept-ranges"));
     for (name, value) in &mut resp.headers {
         if name.eq_ignore_ascii_case("etag") && value.starts_with('"') {
             *value = Cow::Owned(format!("W/{value}"));

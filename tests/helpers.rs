@@ -324,6 +324,30 @@ mod files {
         assert!(server.shutdown());
     }
 
+    #[cfg(feature = "compression")]
+    #[test]
+    fn compressed_files_offer_no_ranges_and_ranges_stay_identity() {
+        let site = Site::new("gzip");
+        let page = "<p>a page worth compressing</p>\n".repeat(64);
+        std::fs::write(site.0.join("root/page.html"), &page).unwrap();
+        let server = spawn(httpool::compress(httpool::ServeDir::new(site.0.join("root")).unwrap()));
+        let mut conn = connect(server.local_addr());
+        send(&mut conn, b"GET /page.html HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
+        let reply = common::read_reply(&mut conn, false).unwrap();
+        assert_eq!((reply.status, reply.header("content-encoding")), (200, Some("gzip")));
+        assert_eq!(reply.header("accept-ranges"), None);
+        let etag = reply.header("etag").unwrap().to_owned();
+        assert!(etag.starts_with("W/\""), "{etag}");
+        // The weak tag still validates a cached copy.
+        send(&mut conn, format!("GET /page.html HTTP/1.1\r\nHost: t\r\nIf-None-Match: {etag}\r\n\r\n").as_bytes());
+        assert_eq!(common::read_reply(&mut conn, false).unwrap().status, 304);
+        send(&mut conn, b"GET /page.html HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=0-9\r\n\r\n");
+        let reply = common::read_reply(&mut conn, false).unwrap();
+        assert_eq!((reply.status, reply.header("content-encoding")), (206, None));
+        assert_eq!(reply.body, &page.as_bytes()[..10]);
+        assert!(server.shutdown());
+    }
+
     #[test]
     fn a_large_file_goes_out_whole_on_a_kept_connection() {
         let site = Site::new("large");

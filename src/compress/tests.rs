@@ -110,12 +110,13 @@ fn owned(resp: &Response) -> &[u8] {
 #[test]
 fn a_page_is_gzipped_for_a_client_that_accepts_it() {
     let resp = through(
-        |_: &mut Request<'_>| Response::html(PAGE).with_header("ETag", "\"v1\""),
+        |_: &mut Request<'_>| Response::html(PAGE).with_header("ETag", "\"v1\"").with_header("Accept-Ranges", "bytes"),
         "Accept-Encoding: gzip, br\r\n",
     );
     assert_eq!(resp.header("content-encoding"), Some("gzip"));
     assert_eq!(resp.header("vary"), Some("Accept-Encoding"));
     assert_eq!(resp.header("etag"), Some("W/\"v1\""));
+    assert_eq!(resp.header("accept-ranges"), None);
     assert_eq!(resp.header("content-type"), Some("text/html; charset=utf-8"));
     assert!(owned(&resp).len() < PAGE.len());
     assert_eq!(gunzip(owned(&resp)), PAGE);
