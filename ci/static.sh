@@ -8,9 +8,11 @@
 #   bash ci/static.sh                          # 5 rounds of 5 s, wrk -t2 -c64
 #   ROUNDS=9 DURATION=5 bash ci/static.sh
 #   FILES=3k bash ci/static.sh                 # the small file only
+#   BEFORE=/tmp/old/static_files bash ci/static.sh   # and another build, as "before"
 #
 # Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, WARMUP),
-# plus FILES ("3k 1m") and BASE_PORT (19101). Installs nginx and wrk when
+# plus FILES ("3k 1m"), BASE_PORT (19101) and BEFORE (a static_files binary
+# of another commit, taking ADDR DIR, run as a third server). Installs nginx and wrk when
 # missing. Only 127.0.0.1 is used; nginx runs in the foreground with its own
 # configuration, logs and pid file under a temporary directory.
 set -euo pipefail
@@ -73,14 +75,23 @@ PORT[httpool]=$HTTPOOL_PORT
 CMD[nginx]="nginx -c $WORK/nginx/nginx.conf -e $WORK/nginx/error.log"
 PORT[nginx]=$NGINX_PORT
 
+SERVERS=(httpool nginx)
+if [[ -n ${BEFORE:-} ]]; then
+    CMD[before]="$BEFORE 127.0.0.1:$((BASE_PORT + 2)) $WORK/site"
+    PORT[before]=$((BASE_PORT + 2))
+    SERVERS+=(before)
+fi
+
 RESULTS=$(mktemp /tmp/static-results.XXXXXX)
 trap 'stop_all' EXIT
 echo "FILES=$FILES ROUNDS=$ROUNDS DURATION=${DURATION}s PIN=$PIN; site: $WORK/site" >&2
 show_load
-order=(httpool nginx)
 for ((round = 1; round <= ROUNDS; round++)); do
-    # Alternate which server goes first, so neither always follows the other.
-    ((round % 2 == 0)) && order=(nginx httpool) || order=(httpool nginx)
+    # Rotate which server goes first, so none always follows another.
+    order=()
+    for ((i = 0; i < ${#SERVERS[@]}; i++)); do
+        order+=("${SERVERS[(i + round - 1) % ${#SERVERS[@]}]}")
+    done
     for s in "${order[@]}"; do
         # shellcheck disable=SC2086 # CMD holds a command and its arguments
         start_server "$s" "${PORT[$s]}" ${CMD[$s]}
