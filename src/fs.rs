@@ -142,12 +142,23 @@ impl ServeDir {
             "HEAD" => true,
             _ => return Response::status(405).with_header("Allow", "GET, HEAD"),
         };
-        let Some(raw) = self.below_prefix(req.path()) else {
-            return Response::status(404);
-        };
-        let found = match self.cache.get(raw) {
+        let found = match self.below_prefix(req.path()) {
+            None => Found::Refused(404),
             // The prefix itself, without its `/`.
-            _ if raw.is_empty() => Found::Directory,
+            Some("") => Found::Directory,
+            Some(raw) => self.lookup(raw, is_head),
+        };
+        match found {
+            Found::File(entry, file) => answer(req, &entry, file, is_head),
+            Found::Directory => Response::redirect(301, directory_location(req)),
+            Found::Refused(code) => Response::status(code),
+        }
+    }
+
+    /// What `raw` leads to: a remembered file if it is still the same, else
+    /// a fresh look.
+    fn lookup(&self, raw: &str, is_head: bool) -> Found {
+        match self.cache.get(raw) {
             Some(entry) => match self.reuse(&entry, is_head) {
                 Some(file) => Found::File(entry, file),
                 None => {
@@ -156,11 +167,6 @@ impl ServeDir {
                 }
             },
             None => self.find(raw, is_head),
-        };
-        match found {
-            Found::File(entry, file) => answer(req, &entry, file, is_head),
-            Found::Directory => Response::redirect(301, directory_location(req)),
-            Found::Refused(code) => Response::status(code),
         }
     }
 
