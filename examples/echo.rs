@@ -5,20 +5,19 @@
 //! cargo run --release --example echo -- 127.0.0.1:8080
 //! ```
 
-use std::io::Read;
+use std::io::{self, Read};
 
 use httpool::{Request, Response, Server};
 
-fn echo(req: &mut Request) -> Response {
+/// Echoes the body. A failed read answers `500` here, but the server
+/// answers a bad, slow or oversized body itself (`400`, `408`, `413`).
+pub fn echo(req: &mut Request) -> io::Result<Response> {
     let mut body = Vec::new();
-    match req.read_to_end(&mut body) {
-        Ok(_) => Response::bytes(body),
-        // The server answers a failed body read itself (400, 408 or 413).
-        Err(_) => Response::status(400),
-    }
+    req.read_to_end(&mut body)?;
+    Ok(Response::bytes(body))
 }
 
-fn main() -> std::io::Result<()> {
+fn main() -> io::Result<()> {
     let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".into());
     let server = Server::bind(&addr)?;
     eprintln!("echo listening on http://{}", server.local_addr()?);

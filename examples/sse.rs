@@ -20,7 +20,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use httpool::{Request, Response, Server};
 
 /// The most ticks one stream may ask for.
-const MAX_TICKS: u32 = 60;
+pub const MAX_TICKS: u32 = 60;
+
+/// The time between two ticks.
+const TICK: Duration = Duration::from_secs(1);
 
 const PAGE: &str = r#"<!doctype html>
 <meta charset="utf-8"><title>ticks</title>
@@ -37,18 +40,19 @@ const PAGE: &str = r#"<!doctype html>
 "#;
 
 /// The `n` query parameter, capped; 5 when absent or not a number.
-fn ticks(req: &Request) -> u32 {
+pub fn ticks(req: &Request) -> u32 {
     let n = req.query_param("n").and_then(|n| n.parse().ok()).unwrap_or(5);
     n.min(MAX_TICKS)
 }
 
-fn events(n: u32) -> Response {
+/// A stream of `n` tick events, `interval` apart, then a `done` event.
+pub fn events(n: u32, interval: Duration) -> Response {
     Response::stream(move |out| {
         // Tell EventSource clients how long to wait before reconnecting.
         out.write_all(b"retry: 5000\n\n")?;
         for i in 1..=n {
             if i > 1 {
-                thread::sleep(Duration::from_secs(1));
+                thread::sleep(interval);
             }
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
             write!(out, "id: {i}\nevent: tick\ndata: {{\"tick\":{i},\"of\":{n},\"unix\":{now}}}\n\n")?;
@@ -61,16 +65,21 @@ fn events(n: u32) -> Response {
     .with_header("Cache-Control", "no-cache")
 }
 
+/// The page at `/` and the stream at `/events`.
+pub fn handler(req: &mut Request) -> Response {
+    match (req.method(), req.path()) {
+        ("GET" | "HEAD", "/") => Response::html(PAGE),
+        ("GET", "/events") => events(ticks(req), TICK),
+        (_, "/") => Response::status(405).with_header("Allow", "GET, HEAD"),
+        (_, "/events") => Response::status(405).with_header("Allow", "GET"),
+        _ => Response::status(404),
+    }
+}
+
 fn main() -> std::io::Result<()> {
     let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8006".into());
     // Each open stream holds a worker: allow a few dozen at once.
     let server = Server::bind(&addr)?.workers(32);
     eprintln!("server-sent events on http://{}/events?n=5", server.local_addr()?);
-    server.serve(|req: &mut Request| match (req.method(), req.path()) {
-        ("GET" | "HEAD", "/") => Response::html(PAGE),
-        ("GET", "/events") => events(ticks(req)),
-        (_, "/") => Response::status(405).with_header("Allow", "GET, HEAD"),
-        (_, "/events") => Response::status(405).with_header("Allow", "GET"),
-        _ => Response::status(404),
-    })
+    server.serve(handler)
 }

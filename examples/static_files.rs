@@ -19,5 +19,5 @@ fn main() -> std::io::Result<()> {
     let root = args.next().unwrap_or_else(|| ".".into());
     let server = Server::bind(&addr)?;
     eprintln!("serving {root} on http://{}/", server.local_addr()?);
-    server.serve(ServeDir::new(root)?)
+    server.serve_handler(ServeDir::new(root)?)
 }

@@ -9,7 +9,7 @@
 //! `localhost`, writes it to `httpool-example-cert.pem` in the temporary
 //! directory, and prints the `curl` line that trusts it.
 
-use httpool::{Request, Response, Server};
+use httpool::{Response, Server};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let server = Server::bind(&addr)?.tls(httpool::tls::config_from_pem(&cert, &key)?);
     eprintln!("serving https://{}/", server.local_addr()?);
-    server.serve(|req: &mut Request| Response::text(format!("secure hello from {}\n", req.path())))?;
+    server.serve(|req| Response::text(format!("secure hello from {}\n", req.path())))?;
     Ok(())
 }
 

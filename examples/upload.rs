@@ -27,14 +27,14 @@
 //! cut off with `413` once it passes the limit.
 
 use std::fs::{self, File};
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use httpool::{Request, Response, Server};
+use httpool::{IntoResponse, Request, Response, Server};
 
 /// The largest upload this example stores.
-const LIMIT: u64 = 10 * 1024 * 1024;
+pub const LIMIT: u64 = 10 * 1024 * 1024;
 
 /// A file name of letters, digits, `.`, `_` and `-`, not starting with a dot.
 fn valid_name(name: &str) -> bool {
@@ -43,42 +43,46 @@ fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
-fn too_large() -> Response {
-    Response::text(format!("uploads are limited to {LIMIT} bytes\n")).with_status(413)
+/// Why an upload was not stored, and how that is answered.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Over [`LIMIT`]: `413`.
+    TooLarge,
+    /// A bad, slow or cut-off body: `400` (the server answers `400`, `408`
+    /// or `413` itself, or closes, whatever is returned).
+    Body(io::Error),
+    /// The file could not be written: `500`.
+    Storage(io::Error),
 }
 
-fn upload(dir: &Path, req: &mut Request, name: &str) -> Response {
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::TooLarge => Response::text(format!("uploads are limited to {LIMIT} bytes\n")).with_status(413),
+            Refusal::Body(e) => Response::text(format!("{e}\n")).with_status(400),
+            Refusal::Storage(e) => Response::text(format!("cannot store: {e}\n")).with_status(500),
+        }
+    }
+}
+
+fn upload(dir: &Path, req: &mut Request, name: &str) -> Result<Response, Refusal> {
     let declared = req.header("content-length").and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > LIMIT) {
         // Answered before the body is read: no `100 Continue` is sent.
-        return too_large();
+        return Err(Refusal::TooLarge);
     }
     // Write to a private name, renamed into place once the body is complete.
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let partial = dir.join(format!(".{name}.{}.part", NEXT.fetch_add(1, Ordering::Relaxed)));
     let stored = File::create(&partial).map_err(Refusal::Storage).and_then(|file| receive(req, file));
-    match stored.and_then(|n| fs::rename(&partial, dir.join(name)).map(|()| n).map_err(Refusal::Storage)) {
-        Ok(n) => Response::text(format!("stored {n} bytes as {name}\n"))
-            .with_status(201)
-            .with_header("Location", format!("/upload/{name}")),
-        Err(refusal) => {
-            let _ = fs::remove_file(&partial);
-            match refusal {
-                Refusal::TooLarge => too_large(),
-                // A bad, slow or cut-off body: the server answers 400, 408
-                // or 413 itself (or closes), whatever is returned here.
-                Refusal::Body(e) => Response::text(format!("{e}\n")).with_status(400),
-                Refusal::Storage(e) => Response::text(format!("cannot store: {e}\n")).with_status(500),
-            }
-        }
+    let stored = stored.and_then(|n| fs::rename(&partial, dir.join(name)).map(|()| n).map_err(Refusal::Storage));
+    if stored.is_err() {
+        let _ = fs::remove_file(&partial);
     }
-}
-
-/// Why an upload was not stored.
-enum Refusal {
-    TooLarge,
-    Body(std::io::Error),
-    Storage(std::io::Error),
+    let n = stored?;
+    Ok(Response::text(format!("stored {n} bytes as {name}\n"))
+        .with_status(201)
+        .with_header("Location", format!("/upload/{name}")))
 }
 
 /// Copies the request body into `file`, counting: at most `LIMIT` bytes.
@@ -99,6 +103,18 @@ fn receive(req: &mut Request, mut file: File) -> Result<u64, Refusal> {
     }
 }
 
+/// `PUT /upload/{name}` stores the body in `dir`.
+pub fn handler(dir: &Path, req: &mut Request) -> Result<Response, Refusal> {
+    let Some(name) = req.path().strip_prefix("/upload/").map(str::to_owned) else {
+        return Ok(Response::status(404));
+    };
+    match req.method() {
+        "PUT" if valid_name(&name) => upload(dir, req, &name),
+        "PUT" => Ok(Response::text("names are letters, digits, '.', '_' and '-'\n").with_status(400)),
+        _ => Ok(Response::status(405).with_header("Allow", "PUT")),
+    }
+}
+
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:8007".into());
@@ -108,14 +124,5 @@ fn main() -> std::io::Result<()> {
     // handler sees the request: raise it above ours so the handler decides.
     let server = Server::bind(&addr)?.max_body_bytes(2 * LIMIT);
     eprintln!("storing uploads in {}; PUT http://{}/upload/NAME", dir.display(), server.local_addr()?);
-    server.serve(move |req: &mut Request| {
-        let Some(name) = req.path().strip_prefix("/upload/").map(str::to_owned) else {
-            return Response::status(404);
-        };
-        match req.method() {
-            "PUT" if valid_name(&name) => upload(&dir, req, &name),
-            "PUT" => Response::text("names are letters, digits, '.', '_' and '-'\n").with_status(400),
-            _ => Response::status(405).with_header("Allow", "PUT"),
-        }
-    })
+    server.serve(move |req| handler(&dir, req))
 }

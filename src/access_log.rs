@@ -43,7 +43,7 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 ///
 /// # fn main() -> std::io::Result<()> {
 /// // Any `log` logger; access lines are `info` under "httpool::access".
-/// Server::bind("127.0.0.1:8000")?.serve(httpool::access_log(|_req: &mut Request| Response::text("hi\n")))
+/// Server::bind("127.0.0.1:8000")?.serve_handler(httpool::access_log(|_req: &mut Request| Response::text("hi\n")))
 /// # }
 /// ```
 pub fn access_log<H: Handler>(handler: H) -> AccessLog<H> {

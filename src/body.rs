@@ -24,6 +24,13 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// to keep the connection; a slower client is closed after the response.
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
+/// `now + d`, or a century from now when `d` is too large to add (a
+/// timeout of `Duration::MAX` means no limit).
+fn far_after(now: Instant, d: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(d.min(CENTURY)).unwrap_or(now)
+}
+
 /// How a body ended badly; decides the status the client gets instead of the
 /// handler's response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,7 +340,7 @@ impl<'a> Body<'a> {
     /// short by what is left of the whole-body deadline.
     fn wait_budget(&mut self) -> io::Result<Duration> {
         let now = Instant::now();
-        let deadline = *self.deadline.get_or_insert(now + self.bounds.total_timeout);
+        let deadline = *self.deadline.get_or_insert_with(|| far_after(now, self.bounds.total_timeout));
         let left = deadline.saturating_duration_since(now);
         if left.is_zero() {
             return Err(self.fail(BodyError::TimedOut));
@@ -408,7 +415,7 @@ impl<'a> Body<'a> {
             // The client waits for 100 before sending; it was never asked.
             return false;
         }
-        let patience = Instant::now() + DRAIN_WAIT;
+        let patience = far_after(Instant::now(), DRAIN_WAIT);
         let whole = self.deadline;
         self.deadline = Some(whole.map_or(patience, |d| d.min(patience)));
         let mut scratch = [0u8; 4096];
@@ -427,6 +434,20 @@ impl<'a> Body<'a> {
             }
         }
         self.error.is_none()
+    }
+
+    /// Reads and discards the rest of the body before a protocol switch,
+    /// sending the `100 Continue` first if it is still due (RFC 9110 §7.8):
+    /// what follows the body is the other protocol's. True when the body
+    /// ended within `max` bytes.
+    pub(crate) fn drain_before_upgrade(&mut self, max: u64) -> bool {
+        if self.is_complete() {
+            return true;
+        }
+        if self.send_continue && self.send_continue().is_err() {
+            return false;
+        }
+        self.drain(max)
     }
 
     pub(crate) fn finish(self) -> BodyEnd {

@@ -28,7 +28,7 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 /// use httpool::{Request, Response, Server};
 ///
 /// # fn main() -> std::io::Result<()> {
-/// Server::bind("127.0.0.1:8000")?.serve(httpool::compress(|_req: &mut Request| {
+/// Server::bind("127.0.0.1:8000")?.serve_handler(httpool::compress(|_req: &mut Request| {
 ///     Response::html("<!doctype html><title>big page</title>…")
 /// }))
 /// # }

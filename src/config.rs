@@ -5,11 +5,22 @@ use std::time::Duration;
 use crate::body::BodyBounds;
 use crate::parse::Limits;
 
-/// Default worker count: twice the available cores (handlers may block), at
-/// least 4.
+/// Default count of core worker threads, which live as long as the server:
+/// twice the available cores, at least 4. More are started on demand while
+/// handlers block, up to [`DEFAULT_MAX_WORKERS`].
 pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(4, |n| (n.get() * 2).max(4))
 }
+
+/// Default bound on worker threads in all, core and on-demand ones: each
+/// handler call that blocks holds one, so this many may block at once before
+/// new clients wait (or get `503`). Tokio's blocking pool has the same bound.
+pub const DEFAULT_MAX_WORKERS: usize = 512;
+/// Default time a worker started on demand waits idle before it retires.
+pub const DEFAULT_WORKER_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default stack size of a worker thread (the size Rust gives spawned
+/// threads): handlers run on it.
+pub const DEFAULT_WORKER_STACK_SIZE: usize = 2 * 1024 * 1024;
 
 /// Default number of ready connections that may wait for a free worker.
 pub const DEFAULT_QUEUE_DEPTH: usize = 1024;
@@ -70,6 +81,9 @@ const BODY_SLACK: usize = 4096;
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub(crate) workers: usize,
+    pub(crate) max_workers: usize,
+    pub(crate) worker_idle_timeout: Duration,
+    pub(crate) worker_stack_size: usize,
     pub(crate) queue_depth: usize,
     pub(crate) max_connections: usize,
     pub(crate) idle_timeout: Duration,
@@ -92,6 +106,9 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             workers: default_workers(),
+            max_workers: DEFAULT_MAX_WORKERS,
+            worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
+            worker_stack_size: DEFAULT_WORKER_STACK_SIZE,
             queue_depth: DEFAULT_QUEUE_DEPTH,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

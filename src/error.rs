@@ -71,6 +71,38 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The status a handler answers this error with (what its
+    /// [`IntoResponse`](crate::IntoResponse) impl sends):
+    ///
+    /// | kind | status |
+    /// |---|---|
+    /// | [`BodyTooLarge`](ErrorKind::BodyTooLarge) | `413 Content Too Large` |
+    /// | [`InvalidUtf8`](ErrorKind::InvalidUtf8) | `400 Bad Request` |
+    /// | [`BadRequest`](ErrorKind::BadRequest) | `400 Bad Request` |
+    /// | [`UnsupportedMediaType`](ErrorKind::UnsupportedMediaType) | `415 Unsupported Media Type` |
+    /// | [`Io`](ErrorKind::Io), the body read timed out | `408 Request Timeout` |
+    /// | [`Io`](ErrorKind::Io), the body was malformed or cut short | `400 Bad Request` |
+    /// | [`Io`](ErrorKind::Io), anything else | `500 Internal Server Error` |
+    ///
+    /// When reading the request body failed, the server answers by itself
+    /// (`400`, `408` or `413`, or it closes the connection) whatever the
+    /// handler returns; the status still says what went wrong.
+    pub fn status(&self) -> u16 {
+        // Matched in full: a new kind must choose its status here.
+        match self.kind {
+            ErrorKind::BodyTooLarge => 413,
+            ErrorKind::InvalidUtf8 | ErrorKind::BadRequest => 400,
+            ErrorKind::UnsupportedMediaType => 415,
+            ErrorKind::Io => match self.io_source().map(io::Error::kind) {
+                Some(io::ErrorKind::TimedOut) => 408,
+                Some(io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) => 400,
+                _ => 500,
+            },
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
@@ -107,6 +139,17 @@ mod tests {
         assert_eq!(e.to_string(), "reading the request body: slow");
         assert!(error::Error::source(&e).is_some());
         assert_eq!(io::Error::from(e).kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn each_kind_has_its_status() {
+        let io = |kind| Error::from_body(io::Error::new(kind, "x")).status();
+        assert_eq!(Error::body_too_large(1).status(), 413);
+        assert_eq!(Error::invalid_utf8().status(), 400);
+        assert_eq!(Error::new(ErrorKind::BadRequest, "bad JSON").status(), 400);
+        assert_eq!(Error::new(ErrorKind::UnsupportedMediaType, "not JSON").status(), 415);
+        assert_eq!((io(io::ErrorKind::TimedOut), io(io::ErrorKind::InvalidData)), (408, 400));
+        assert_eq!(io(io::ErrorKind::Other), 500);
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///
 /// fn main() -> std::io::Result<()> {
 ///     // Everything from ./site:
-///     Server::bind("127.0.0.1:8000")?.spawn(ServeDir::new("./site")?)?;
+///     Server::bind("127.0.0.1:8000")?.spawn_handler(ServeDir::new("./site")?)?;
 ///
 ///     // Or /static/… from ./assets, next to other routes:
 ///     let assets = ServeDir::new("./assets")?.strip_prefix("/static");

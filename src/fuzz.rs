@@ -1,18 +1,16 @@
 //! Entry points for the fuzz targets in `fuzz/`. Not part of the public API.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::conn::{ConnState, Ctx, Next, Scratch, serve};
 use crate::date::{DateCache, format_imf_fixdate};
 use crate::io::Script;
 use crate::parse::parse_head;
 use crate::request::Request;
 use crate::request::Version;
 use crate::response::{Response, encode_in_memory, plan};
-use crate::stats::Counters;
+use crate::test::run_connection;
 
 /// Parses `data` as a request head with the default limits.
 pub fn parse(data: &[u8]) {
@@ -41,9 +39,6 @@ pub fn serve_chunks(chunks: &[&[u8]]) -> Vec<u8> {
 pub fn serve_chunks_with_room(chunks: &[&[u8]], room: Option<usize>) -> Vec<u8> {
     static CONFIG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
     let config = CONFIG.get_or_init(|| Config { body_read_timeout: Duration::from_millis(1), ..Config::default() });
-    let mut scratch = Scratch::new(config);
-    let stopping = AtomicBool::new(false);
-    let counters = Counters::default();
     let handler = |req: &mut Request<'_>| match req.read_body(64 * 1024) {
         Ok(body) => Response::bytes(body),
         Err(_) => Response::status(400),
@@ -52,20 +47,7 @@ pub fn serve_chunks_with_room(chunks: &[&[u8]], room: Option<usize>) -> Vec<u8> 
     let mut io = Script::new(chunks);
     io.eof = true;
     io.patient = true;
-    let mut conn = ConnState::default();
-    let mut cx =
-        Ctx { handler: &handler, config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer };
-    // Each round consumes a chunk or lets the client take at least one
-    // byte, so this ends.
-    loop {
-        io.release();
-        io.room = room.map(|r| r.max(1));
-        let next = serve(&mut conn, &mut io, &mut cx);
-        let idle = io.chunks.is_empty() && io.current.is_empty() && conn.unsent_since().is_none();
-        if next == Next::Close || idle {
-            break;
-        }
-    }
+    run_connection(&handler, config, peer, &mut io, room);
     io.written
 }
 

@@ -40,6 +40,15 @@ pub(crate) trait Transport: Read + Write {
         false
     }
 
+    /// True when a read that returns fewer bytes than asked for has emptied
+    /// the socket (plain TCP and Unix sockets), so the connection may park:
+    /// the next bytes bring a new readiness edge. A TLS stream may hand out
+    /// decrypted bytes while records wait in the socket, so only
+    /// `WouldBlock` tells it is empty.
+    fn short_read_drains(&self) -> bool {
+        !self.holds_input()
+    }
+
     /// Stops the connection's seat from watching it while the worker reads
     /// or writes it directly (an upgrade's closure, a body, a slow write):
     /// the seat's events would only wake a worker for nothing.
@@ -279,18 +288,28 @@ impl Transport for Socket<'_> {
     }
 }
 
-/// An in-memory transport for tests: input arrives in scripted chunks, a
-/// `WouldBlock` between them; everything written is collected.
+/// An in-memory transport for tests and fuzzing that behaves like a
+/// non-blocking socket under edge-triggered readiness: input arrives in
+/// scripted chunks (each one an edge), a read returns what has arrived (at
+/// most what was asked: a short read empties it) and `WouldBlock` when
+/// nothing has; the end of stream arrives after the last chunk as an edge
+/// of its own; writes take at most `room` bytes. A connection parked with
+/// bytes still unread is served again only if another arrival comes, as
+/// with epoll or kqueue, so a lost wake-up leaves a request unanswered.
 #[derive(Default)]
 pub(crate) struct Script {
+    /// Arrivals still to come.
     pub(crate) chunks: std::collections::VecDeque<Vec<u8>>,
-    /// Bytes of the current chunk not yet read.
+    /// Bytes that have arrived and are not read yet (the socket's receive
+    /// queue).
     pub(crate) current: Vec<u8>,
-    /// End of stream after the last chunk (else `WouldBlock` forever).
+    /// The client closes its side after the last chunk.
     pub(crate) eof: bool,
+    /// The end of stream has arrived: reads return 0 once `current` is read.
+    pub(crate) fin: bool,
     pub(crate) written: Vec<u8>,
-    /// When set, `wait` succeeds and releases the next chunk (the peer sends
-    /// more while the worker waits); otherwise `wait` times out.
+    /// When set, `wait` for input succeeds and releases the next arrival
+    /// (the peer sends more while the worker waits); otherwise it times out.
     pub(crate) patient: bool,
     /// The server shut its sending side.
     pub(crate) shut_write: bool,
@@ -305,22 +324,34 @@ impl Script {
         Script { chunks: chunks.iter().map(|c| c.to_vec()).collect(), ..Script::default() }
     }
 
-    /// Makes the next chunk readable, as a readiness event would.
+    /// The next arrival: a chunk, or once they are all in, the end of
+    /// stream (when the script has one). False when nothing is left to
+    /// arrive: a parked connection is not woken again.
     pub(crate) fn release(&mut self) -> bool {
         match self.chunks.pop_front() {
             Some(chunk) => {
                 self.current.extend_from_slice(&chunk);
                 true
             }
+            None if self.eof && !self.fin => {
+                self.fin = true;
+                true
+            }
             None => false,
         }
+    }
+
+    /// True when every byte that arrived was read: what a parked
+    /// connection must have done (else its wake-up was lost).
+    pub(crate) fn is_drained(&self) -> bool {
+        self.current.is_empty()
     }
 }
 
 impl Read for Script {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.current.is_empty() {
-            if self.chunks.is_empty() && self.eof {
+            if self.fin {
                 return Ok(0);
             }
             return Err(io::ErrorKind::WouldBlock.into());
@@ -362,10 +393,7 @@ impl Transport for Script {
             self.room = None;
             return Ok(());
         }
-        if self.patient && self.release() {
-            return Ok(());
-        }
-        if self.chunks.is_empty() && self.eof {
+        if !self.current.is_empty() || self.fin || (self.patient && self.release()) {
             return Ok(());
         }
         Err(io::ErrorKind::TimedOut.into())

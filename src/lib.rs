@@ -1,4 +1,51 @@
-#![doc = include_str!("../README.md")]
+//! An HTTP/1.1 server on a bounded pool of OS threads. You write an ordinary
+//! blocking closure — use `std::fs`, a blocking database driver, `ureq` — and
+//! httpool does everything between the socket and that closure: accepting,
+//! parsing, framing, keep-alive, pipelining, limits, timeouts and errors. An
+//! idle keep-alive connection costs no thread.
+//!
+//! ```no_run
+//! use httpool::{Response, Server};
+//!
+//! fn main() -> std::io::Result<()> {
+//!     Server::bind("127.0.0.1:8000")?.serve(|req| match req.path() {
+//!         "/" => Response::text("Hello, world!\n"),
+//!         _ => Response::status(404),
+//!     })
+//! }
+//! ```
+//!
+//! # A short tour
+//!
+//! - [`Server`] binds a socket, takes limits and timeouts (each with a
+//!   `DEFAULT_…` constant) and runs a handler: [`Server::serve`] on this
+//!   thread, or [`Server::spawn`], which returns a [`ServerHandle`] for
+//!   [`stats`](ServerHandle::stats) and a graceful
+//!   [`shutdown`](ServerHandle::shutdown).
+//! - A handler gets a [`Request`] — method, target, headers, and a body to
+//!   [`Read`](std::io::Read) or [`read_body`](Request::read_body) — and
+//!   returns a [`Response`], or a `Result` of one ([`IntoResponse`]): `?` on
+//!   an [`Error`] answers with [`Error::status`] (`413`, `400`, `408`, `500`).
+//!   Its error type can be yours, answered as you choose.
+//! - A [`Response`] carries text or bytes ([`Response::text`],
+//!   [`Response::bytes`]), a file ([`Response::file`], `sendfile` on Linux),
+//!   a reader ([`Response::reader`]), a stream written as it is sent
+//!   ([`Response::stream`], [`BodyWriter`]), or takes over the connection
+//!   ([`Response::upgrade`], [`Upgraded`]) for WebSocket and the like.
+//! - An application object implements [`Handler`] and runs with
+//!   [`Server::serve_handler`] ([`Handler`] says why closures and named
+//!   handlers have entry points of their own).
+//! - [`test`](mod@test) sends requests to a handler in memory, through the real
+//!   connection loop: [`test::TestRequest::get`]`("/").send(&handler)`.
+//! - Features: `log` (default: errors and client misbehaviour through the
+//!   `log` facade), `tls` (HTTPS with rustls: `Server::tls`), `http`
+//!   (conversions to and from the `http` crate's request and response).
+//!
+//! The README tells how the engine works, what its limits are (Security)
+//! and how it measures against other servers (Performance); the examples
+//! directory has a program for each feature, each tested in
+//! `tests/examples.rs`.
+
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations)]
 #![cfg(unix)]
@@ -15,6 +62,7 @@ mod config;
 mod conn;
 mod cookies;
 mod date;
+mod encode;
 mod error;
 #[cfg(feature = "fs")]
 mod fs;
@@ -27,17 +75,19 @@ mod http_interop;
 mod io;
 #[cfg(feature = "json")]
 mod json;
-mod lot;
 mod monitor;
 mod net;
+mod outbox;
 mod parse;
 mod pool;
 mod request;
 mod response;
 mod server;
+mod shared;
 mod stats;
 mod status;
 mod stream;
+pub mod test;
 #[cfg(test)]
 mod testing;
 #[cfg(feature = "tls")]
@@ -53,8 +103,9 @@ pub use compress::{Compress, DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_COMPRESSION_LEV
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES,
-    DEFAULT_MAX_HEADERS, DEFAULT_MAX_UNSENT_BYTES, DEFAULT_MAX_URI_BYTES, DEFAULT_QUEUE_DEPTH, DEFAULT_SHUTDOWN_GRACE,
-    DEFAULT_WRITE_TIMEOUT, Overload, default_workers,
+    DEFAULT_MAX_HEADERS, DEFAULT_MAX_UNSENT_BYTES, DEFAULT_MAX_URI_BYTES, DEFAULT_MAX_WORKERS, DEFAULT_QUEUE_DEPTH,
+    DEFAULT_SHUTDOWN_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, DEFAULT_WORKER_STACK_SIZE, DEFAULT_WRITE_TIMEOUT, Overload,
+    default_workers,
 };
 #[cfg(feature = "cookies")]
 pub use cookie;
@@ -62,7 +113,7 @@ pub use date::http_date;
 pub use error::{Error, ErrorKind};
 #[cfg(feature = "fs")]
 pub use fs::{DEFAULT_MEMORY_CACHE_BYTES, ServeDir};
-pub use handler::Handler;
+pub use handler::{Handler, IntoResponse};
 pub use headers::HeaderIter;
 pub use request::{Request, Version};
 pub use response::{Content, Response};
@@ -71,3 +122,8 @@ pub use stats::Stats;
 pub use stream::BodyWriter;
 pub use upgrade::Upgraded;
 pub use urlencoded::Form;
+
+/// The README's code, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,30 +1,35 @@
-//! The monitor thread: enforces the idle and head deadlines, hands the seat
-//! of a worker stuck in a handler to a sleeping worker (or, when none is
-//! free, polls it itself so connections are still accepted, queued or
-//! refused), and runs the shutdown sweep.
+//! The monitor thread: enforces the deadlines of parked connections, hands
+//! the seat of a worker stuck in a handler to another thread (an idle one,
+//! or one started for it, up to `max_workers`; past that it polls the seat
+//! itself so connections are still accepted, queued or refused), and runs
+//! the shutdown sweep.
 //!
 //! It never serves a request. While every seat's worker is waiting for
 //! readiness it sleeps until the next deadline; while some worker is busy it
-//! looks every [`STALL_TICK`].
+//! looks every [`STALL_TICK`], and each look is a tick of the clock by which
+//! workers tell a handler call that blocked.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::conn::Expiry;
 use crate::date::DateCache;
-use crate::lot::{Conn, Shared};
-use crate::response::{Response, encode_closing};
+use crate::encode::encode_error;
+use crate::pool::Workers;
+use crate::shared::slots::Timer;
+use crate::shared::{Conn, HandOver, Shared};
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
 const TICK: Duration = Duration::from_millis(250);
 
 /// How often a busy server is looked at. A seat whose worker took no new
 /// work and polled no events for a whole tick is stuck (in a handler that
-/// blocks, or on one connection that keeps sending): its seat goes to
-/// another worker.
+/// blocks, or on one connection that keeps sending): another thread takes
+/// it over.
 pub(crate) const STALL_TICK: Duration = Duration::from_millis(1);
 
 /// How long the monitor keeps looking every [`STALL_TICK`] after it last
@@ -33,17 +38,19 @@ pub(crate) const STALL_TICK: Duration = Duration::from_millis(1);
 /// sleeps long, so no request pays for waking it.
 const AWAKE_AFTER_BUSY: Duration = Duration::from_millis(50);
 
-/// Stale deadlines the heap may hold beyond two per parked connection
-/// before it is compacted.
+/// Stale deadlines the heap may hold beyond two per open connection before
+/// it is compacted.
 const TIMER_SLACK: usize = 1024;
 
 pub(crate) struct Monitor {
     shared: Arc<Shared>,
-    /// Deadlines of parked connections: (deadline, slot, generation).
-    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    workers: Arc<dyn Workers>,
+    /// Deadlines of parked connections.
+    timers: BinaryHeap<Reverse<Timer>>,
     /// Entries that came due for connections whose deadline moved on.
-    later: Vec<(Instant, u32, u32)>,
-    /// Seats to poll, and seats to wake, found by the last look.
+    later: Vec<Timer>,
+    /// Seats found stuck by the last look, seats to poll, seats to wake.
+    stuck: Vec<usize>,
     orphans: Vec<usize>,
     nudge: Vec<usize>,
     /// Each seat's progress count at the last look.
@@ -52,12 +59,14 @@ pub(crate) struct Monitor {
 }
 
 impl Monitor {
-    pub(crate) fn new(shared: Arc<Shared>) -> Monitor {
+    pub(crate) fn new(shared: Arc<Shared>, workers: Arc<dyn Workers>) -> Monitor {
         let seats = shared.seats.len();
         Monitor {
             shared,
+            workers,
             timers: BinaryHeap::with_capacity(2 * TIMER_SLACK),
             later: Vec::new(),
+            stuck: Vec::with_capacity(seats),
             orphans: Vec::with_capacity(seats),
             nudge: Vec::with_capacity(seats),
             seen: vec![0; seats],
@@ -65,10 +74,10 @@ impl Monitor {
         }
     }
 
-    /// Runs until shutdown.
+    /// Runs until shutdown, then sweeps.
     pub(crate) fn run(mut self) {
         let mut last_busy = Instant::now();
-        while !self.shared.stopping.load(Ordering::Acquire) {
+        while !self.shared.is_stopping() {
             if self.look() {
                 last_busy = Instant::now();
             }
@@ -77,6 +86,7 @@ impl Monitor {
             if self.shared.take_accept_waiting() {
                 self.shared.accept(0);
             }
+            self.workers.join_exited();
             if last_busy.elapsed() < AWAKE_AFTER_BUSY {
                 std::thread::park_timeout(STALL_TICK);
             } else {
@@ -90,63 +100,80 @@ impl Monitor {
                 self.shared.monitor_dozing.store(false, Ordering::Relaxed);
             }
         }
-        self.shut_down();
+        self.shared.sweep();
     }
 
-    /// Finds stuck seats and gets someone polling them. Returns whether any
+    /// Finds stuck seats and gets a thread polling each. Returns whether any
     /// seat is busy (its worker serving rather than waiting for readiness)
     /// or did work since the last look.
     fn look(&mut self) -> bool {
-        let shared = &*self.shared;
-        let mut busy = false;
+        self.shared.tick();
+        let busy = self.find_stuck();
         // Kept between looks so that a stuck seat costs no allocation.
-        let mut orphans = std::mem::take(&mut self.orphans);
-        let mut nudge = std::mem::take(&mut self.nudge);
-        {
-            let mut lot = shared.lock();
-            self.timers.extend(lot.new_timers.drain(..).map(Reverse));
-            for seat in 0..lot.seats() {
-                let unwatched = !lot.polling[seat];
-                let waiting = lot.has_ready(seat);
-                busy |= unwatched || waiting;
-                let moved = lot.progress[seat] != self.seen[seat];
-                // Traffic keeps the monitor looking often, so that no
-                // worker has to wake it.
-                busy |= moved;
-                let stuck = (unwatched || waiting) && !moved;
-                self.seen[seat] = lot.progress[seat];
-                if !stuck || lot.adopt.contains(&seat) {
-                    continue;
-                }
-                if waiting && !unwatched {
-                    // Work queued behind the worker waiting for readiness.
-                    nudge.push(seat);
-                } else if lot.sleepers > lot.adopt.len() {
-                    lot.adopt.push(seat);
-                    shared.work.notify_one();
-                } else if let Some(idle) = (0..lot.seats()).find(|&s| lot.polling[s] && !orphans.contains(&s)) {
-                    // A worker waiting at another seat steals the work.
-                    if waiting {
-                        nudge.push(idle);
-                    }
-                    if unwatched {
-                        lot.polling[seat] = true;
-                        orphans.push(seat);
-                    }
-                } else {
-                    lot.polling[seat] = true;
-                    orphans.push(seat);
-                }
+        let (mut stuck, mut orphans, mut nudge) =
+            (std::mem::take(&mut self.stuck), std::mem::take(&mut self.orphans), std::mem::take(&mut self.nudge));
+        for &seat in &stuck {
+            match self.shared.hand_over(seat) {
+                Some(HandOver::Spawn) => self.workers.spawn_for(seat),
+                Some(HandOver::Adopt) | None => {}
+                Some(HandOver::AtBound) => self.poll_for_busy_workers(seat, &mut orphans, &mut nudge),
             }
         }
+        stuck.clear();
         for seat in nudge.drain(..) {
-            shared.nudge(seat);
+            self.shared.nudge(seat);
         }
         for seat in orphans.drain(..) {
-            shared.poll_seat(seat, Some(Duration::ZERO), false);
+            self.shared.poll_seat(seat, Some(Duration::ZERO), false);
         }
-        (self.orphans, self.nudge) = (orphans, nudge);
+        (self.stuck, self.orphans, self.nudge) = (stuck, orphans, nudge);
         busy
+    }
+
+    /// Notes the seats that need a thread (into `self.stuck`) and wakes the
+    /// worker of a seat whose ready list waits while it waits for
+    /// readiness. Returns whether any seat is busy or moved.
+    fn find_stuck(&mut self) -> bool {
+        let mut busy = false;
+        let mut hub = self.shared.lock();
+        hub.slots.drain_new_timers(&mut ExtendHeap(&mut self.timers));
+        for seat in 0..hub.board.seats() {
+            let unwatched = !hub.board.is_polled(seat);
+            let waiting = hub.board.has_ready(seat);
+            let progress = hub.board.progress(seat);
+            let moved = progress != self.seen[seat];
+            self.seen[seat] = progress;
+            // Traffic keeps the monitor looking often, so that no worker
+            // has to wake it.
+            busy |= unwatched || waiting || moved;
+            if moved || !(unwatched || waiting) || hub.crew.is_adopting(seat) {
+                continue;
+            }
+            if unwatched {
+                self.stuck.push(seat);
+            } else {
+                // Work queued behind the worker waiting for readiness.
+                self.nudge.push(seat);
+            }
+        }
+        busy
+    }
+
+    /// Every thread there may be is busy: a worker waiting at another seat
+    /// takes the stuck seat's ready work, or the monitor polls the seat
+    /// itself, so new connections are still accepted, queued or refused.
+    fn poll_for_busy_workers(&self, seat: usize, orphans: &mut Vec<usize>, nudge: &mut Vec<usize>) {
+        let mut hub = self.shared.lock();
+        if !hub.board.is_free(seat) {
+            return;
+        }
+        if let Some(idle) = hub.board.polled_seat_except(orphans) {
+            if hub.board.has_ready(seat) {
+                nudge.push(idle);
+            }
+        }
+        hub.board.begin_poll(seat, false);
+        orphans.push(seat);
     }
 
     /// How long to sleep while nothing is busy: until the next deadline or
@@ -154,18 +181,12 @@ impl Monitor {
     fn doze(&self) -> Duration {
         let now = Instant::now();
         let next_timer = self.timers.peek().map(|Reverse((at, _, _))| at.saturating_duration_since(now));
-        // The end of an accept pause matters only while an accept waits
-        // for it (one that has passed is cleared by the next accept).
-        let pause = match self.shared.lock().accept_paused_until {
-            Some(at) if at > now && self.shared.accept_waiting.load(Ordering::Relaxed) => Some(at - now),
-            _ => None,
-        };
+        let pause = self.shared.accept_pause_ends().map(|at| at.saturating_duration_since(now));
         [Some(TICK), next_timer, pause].into_iter().flatten().min().unwrap_or(TICK)
     }
 
     /// Closes parked connections whose deadline passed; one still sending
-    /// its head gets `408` first. (One that stopped taking an answer just
-    /// closes.)
+    /// its head gets `408` first (see [`Expiry`]).
     fn expire(&mut self, now: Instant) {
         let due = self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now);
         if !due && self.timers.len() <= TIMER_SLACK {
@@ -174,32 +195,34 @@ impl Monitor {
         let mut expired = Vec::new();
         let mut later = std::mem::take(&mut self.later);
         {
-            let mut lot = self.shared.lock();
+            let mut hub = self.shared.lock();
             while let Some(&Reverse(entry)) = self.timers.peek() {
                 if entry.0 > now {
                     break;
                 }
                 self.timers.pop();
-                expired.extend(lot.timer_due(entry, now, &mut later));
+                expired.extend(hub.slots.timer_due(entry, now, &mut later));
             }
             // Entries of connections that closed are dropped lazily; keep
             // the heap proportional to what is open.
-            if self.timers.len() > 2 * lot.open() + TIMER_SLACK {
-                self.timers.retain(|Reverse((at, slot, generation))| lot.is_live_timer(*at, *slot, *generation));
+            if self.timers.len() > 2 * hub.slots.open() + TIMER_SLACK {
+                self.timers.retain(|Reverse((at, slot, generation))| hub.slots.is_live_timer(*at, *slot, *generation));
             }
         }
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
         for mut conn in expired {
-            // No 408 in the middle of an answer the client was slow to take.
-            if conn.state.has_partial_head() && conn.state.unsent_since().is_none() {
-                self.answer_timeout(&mut conn);
+            match conn.state.expiry() {
+                Expiry::RequestTimeout => self.answer_timeout(&mut conn),
+                Expiry::TimedOut => {}
+                // A lingering close that ran its time is no timeout of the client's.
+                Expiry::Done => {
+                    self.shared.close(conn);
+                    continue;
+                }
             }
-            // A lingering close that ran its time is no timeout of the client's.
-            if conn.state.linger_until().is_none() {
-                debug!("{}: closing after timeout", conn.peer);
-                self.shared.counters.timeout();
-            }
+            debug!("{}: closing after timeout", conn.peer);
+            self.shared.counters.timeout();
             self.shared.close(conn);
         }
     }
@@ -207,37 +230,16 @@ impl Monitor {
     /// Best-effort `408` on a slow head: one non-blocking write, then close.
     fn answer_timeout(&mut self, conn: &mut Conn) {
         let mut out = Vec::with_capacity(160);
-        encode_closing(&Response::error(408), conn.state.holds_head_request(), self.date.now(), &mut out);
+        encode_error(408, conn.state.holds_head_request(), self.date.now(), &mut out);
         let _ = conn.stream.write(&out);
     }
+}
 
-    /// Stop accepting; once no worker is polling, move every request that
-    /// already arrived to a ready list (the workers answer them with
-    /// `Connection: close`), close the idle connections, and let the
-    /// workers go when the ready lists are empty.
-    fn shut_down(self) {
-        let shared = &*self.shared;
-        shared.forget_listener();
-        let mut lot = shared.lock();
-        while lot.polling.iter().any(|&p| p) {
-            lot = shared.work.wait_timeout(lot, TICK).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        let seats = lot.seats();
-        lot.polling.iter_mut().for_each(|p| *p = true);
-        drop(lot);
-        for seat in 0..seats {
-            shared.poll_seat(seat, Some(Duration::ZERO), false);
-        }
-        let idle = {
-            let mut lot = shared.lock();
-            lot.closed = true;
-            lot.take_idle()
-        };
-        for conn in idle {
-            shared.close(conn);
-        }
-        let mut lot = shared.lock();
-        lot.swept = true;
-        shared.work.notify_all();
+/// Pushes timers onto the monitor's min-heap.
+struct ExtendHeap<'a>(&'a mut BinaryHeap<Reverse<Timer>>);
+
+impl Extend<Timer> for ExtendHeap<'_> {
+    fn extend<I: IntoIterator<Item = Timer>>(&mut self, iter: I) {
+        self.0.extend(iter.into_iter().map(Reverse));
     }
 }

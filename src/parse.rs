@@ -10,6 +10,23 @@ use std::mem::MaybeUninit;
 
 use crate::request::Version;
 
+/// Work done on this thread, for tests that bound it.
+#[cfg(test)]
+pub(crate) mod work {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Bytes handed to the head parser.
+        pub(crate) static PARSED: Cell<usize> = const { Cell::new(0) };
+        /// Bytes of unparsed input copied from one buffer to another.
+        pub(crate) static COPIED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(crate) fn copied(n: usize) {
+        COPIED.with(|c| c.set(c.get() + n));
+    }
+}
+
 /// Upper bound on the header count a server may be configured with: the size
 /// of the on-stack array httparse fills.
 pub(crate) const MAX_HEADERS_CAP: usize = 256;
@@ -109,6 +126,8 @@ impl ParseError {
 /// `Ok(Some(head))` once it is complete and valid; header positions are
 /// pushed to `spans` (cleared first).
 pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
+    #[cfg(test)]
+    work::PARSED.with(|n| n.set(n.get() + buf.len()));
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
     let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
     let mut req = httparse::Request::new(&mut []);

@@ -1,95 +1,208 @@
-//! The fixed pool of worker threads.
+//! The worker threads: an elastic, bounded pool, and each worker's loop.
+//!
+//! `workers` threads start with the server and live as long as it. When a
+//! seat needs a thread and none is idle — its worker is inside a handler
+//! that blocks — another is started for it, up to `max_workers` in all; an
+//! extra thread that then waits idle for `worker_idle_timeout` retires. The
+//! counts and the decisions are in [`Crew`](crate::shared::Crew); this
+//! module starts the threads and runs them.
 
+use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
-use crossbeam_channel::Sender;
-
-use crate::conn::{Ctx, Next, Scratch, serve};
+use crate::conn::{Ctx, Next, Scratch, Seating, serve};
 use crate::handler::Handler;
 use crate::io::{Socket, Waiter};
-use crate::lot::Shared;
+use crate::shared::{Conn, HandOver, Shared, Work};
 
-/// Starts `n` named workers. Each sends on `done` when it exits, so
-/// shutdown can wait with a deadline.
-pub(crate) fn spawn<H: Handler>(
-    n: usize,
-    shared: &Arc<Shared>,
-    handler: &Arc<H>,
-    done: &Sender<()>,
-) -> std::io::Result<Vec<JoinHandle<()>>> {
-    // Every descriptor a worker needs is made here, so that running out of
-    // them fails `spawn` rather than a worker.
-    let waiters = (0..n).map(|_| Waiter::new()).collect::<std::io::Result<Vec<_>>>()?;
-    waiters
-        .into_iter()
-        .enumerate()
-        .map(|(i, waiter)| {
-            let (shared, handler, done) = (shared.clone(), handler.clone(), done.clone());
-            thread::Builder::new().name(format!("httpool-worker-{i}")).spawn(move || {
-                work(&shared, &*handler, i % shared.seats.len(), waiter);
-                let _ = done.send(());
-            })
-        })
-        .collect()
+/// What the monitor and the workers need of the pool: threads started for
+/// a seat, and joined at the end.
+pub(crate) trait Workers: Send + Sync {
+    /// Starts a thread already counted (by a hand-over) to take over
+    /// `seat`. A failure is logged and the count given back: the server
+    /// goes on with the threads it has.
+    fn spawn_for(&self, seat: usize);
+
+    /// Joins every thread that has exited (all of them, after shutdown).
+    fn join_exited(&self);
+}
+
+/// The threads of one server, and the handler they run.
+pub(crate) struct Pool<H> {
+    shared: Arc<Shared>,
+    handler: H,
+    /// Itself, for the threads it starts.
+    this: Weak<Pool<H>>,
+    /// Threads started and not joined yet.
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    /// For thread names.
+    started: AtomicUsize,
+}
+
+impl<H: Handler> Pool<H> {
+    /// Starts the `workers` core threads. On an error (creating a thread
+    /// or its readiness queue failed) the threads already started are left
+    /// for the caller to stop (see `Server::spawn`).
+    pub(crate) fn start(shared: &Arc<Shared>, handler: H) -> (Arc<Pool<H>>, io::Result<()>) {
+        let pool = Arc::new_cyclic(|this| Pool {
+            shared: shared.clone(),
+            handler,
+            this: this.clone(),
+            handles: Mutex::new(Vec::new()),
+            started: AtomicUsize::new(0),
+        });
+        let seats = shared.seats.len();
+        for i in 0..shared.config.workers {
+            let seat = i % seats;
+            if !shared.reserve_thread(seat) {
+                break;
+            }
+            if let Err(e) = pool.start_thread(seat) {
+                shared.spawn_failed(Some(seat));
+                return (pool, Err(e));
+            }
+        }
+        (pool, Ok(()))
+    }
+
+    /// Starts one counted thread sitting at `seat`. Everything the thread
+    /// needs that can fail (its readiness queue, the thread itself) is made
+    /// here, so a failure is the caller's to handle, never a worker's.
+    fn start_thread(&self, seat: usize) -> io::Result<()> {
+        let pool = self.this.upgrade().ok_or_else(|| io::Error::other("the pool is gone"))?;
+        let waiter = Waiter::new()?;
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let handle = thread::Builder::new()
+            .name(format!("httpool-worker-{n}"))
+            .stack_size(self.shared.config.worker_stack_size)
+            .spawn(move || work(&pool, seat, waiter))?;
+        let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
+        // Threads that retired are joined as new ones start, so the list
+        // stays as long as the pool.
+        reap(&mut handles);
+        handles.push(handle);
+        Ok(())
+    }
+}
+
+impl<H: Handler> Workers for Pool<H> {
+    fn spawn_for(&self, seat: usize) {
+        if let Err(e) = self.start_thread(seat) {
+            warn!("starting a worker thread failed: {e}; going on with the threads there are");
+            self.shared.spawn_failed(Some(seat));
+        }
+    }
+
+    fn join_exited(&self) {
+        reap(&mut self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+}
+
+/// Joins the threads among `handles` that have exited.
+fn reap(handles: &mut Vec<JoinHandle<()>>) {
+    let mut i = 0;
+    while i < handles.len() {
+        if handles[i].is_finished() {
+            let _ = handles.swap_remove(i).join();
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// A worker's place: its seat, which it lets go before a handler expected
+/// to block, so another thread watches it meanwhile.
+struct Place<'a> {
+    pool: &'a dyn Workers,
+    shared: &'a Shared,
+    seat: usize,
+}
+
+impl Seating for Place<'_> {
+    fn handler_may_block(&mut self) {
+        if let Some(HandOver::Spawn) = self.shared.hand_over(self.seat) {
+            self.pool.spawn_for(self.seat);
+        }
+    }
+
+    fn ticks(&self) -> u64 {
+        self.shared.ticks()
+    }
 }
 
 /// A worker's life: take a readable connection (polling the seat when none
 /// is ready), serve it until it has nothing more to read, park or close it;
-/// until shutdown.
-fn work<H: Handler>(shared: &Shared, handler: &H, mut seat: usize, mut waiter: Waiter) {
+/// until it retires or the server shuts down.
+fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) {
+    let shared = &*pool.shared;
     if shared.config.batch_scheduling {
         schedule_as_batch();
     }
     let mut scratch = Scratch::new(&shared.config);
-    while let Some(mut conn) = shared.next(&mut seat) {
-        loop {
-            let (next, left_seat) = {
-                let seat = shared.registry_of(&conn);
-                let registered = seat.is_some();
-                let mut io = Socket { stream: &mut conn.stream, waiter: &mut waiter, seat };
-                let mut cx = Ctx {
-                    handler,
-                    config: &shared.config,
-                    scratch: &mut scratch,
-                    stopping: &shared.stopping,
-                    counters: &shared.counters,
-                    peer: conn.peer,
-                };
-                // Handler panics are caught inside; this catches a panicking body
-                // reader, which leaves the connection in an unknown state.
-                let next =
-                    catch_unwind(AssertUnwindSafe(|| serve(&mut conn.state, &mut io, &mut cx))).unwrap_or_else(|_| {
-                        error!("{}: panic while writing a response; closing", conn.peer);
-                        shared.counters.panic();
-                        scratch.out.clear();
-                        Next::Close
-                    });
-                (next, registered && io.seat.is_none())
-            };
-            if left_seat {
-                conn.left_seat();
-            }
-            match next {
-                // At shutdown only an answer the client is still taking parks
-                // (the worker is handed it back to send, waiting).
-                Next::Park if !shared.stopping.load(Ordering::Relaxed) || conn.state.unsent_since().is_some() => {
-                    match shared.park(conn) {
-                        Some(again) => conn = again,
-                        None => break,
-                    }
-                }
-                _ => {
-                    shared.close(conn);
-                    break;
-                }
-            }
-        }
+    shared.arrive(seat);
+    while let Work::Serve(conn) = shared.next(&mut seat) {
+        let mut place = Place { pool, shared, seat };
+        serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
         // Room freed for a connection that waits to be accepted.
         if shared.take_accept_waiting() {
             shared.accept(seat);
+        }
+    }
+}
+
+/// Serves `conn` turn after turn while it has something to do at once, then
+/// parks, requeues or closes it.
+fn serve_until_parked<H: Handler>(
+    shared: &Shared,
+    handler: &H,
+    mut conn: Conn,
+    scratch: &mut Scratch,
+    waiter: &mut Waiter,
+    place: &mut Place<'_>,
+) {
+    loop {
+        let (next, left_seat) = {
+            let seat = shared.registry_of(&conn);
+            let registered = seat.is_some();
+            let mut io = Socket { stream: &mut conn.stream, waiter, seat };
+            let mut cx = Ctx {
+                handler,
+                config: &shared.config,
+                scratch,
+                stopping: shared.stopping_flag(),
+                counters: &shared.counters,
+                peer: conn.peer,
+                seat: place,
+            };
+            // Handler panics are caught inside; this catches a panicking body
+            // reader, which leaves the connection in an unknown state.
+            let next =
+                catch_unwind(AssertUnwindSafe(|| serve(&mut conn.state, &mut io, &mut cx))).unwrap_or_else(|_| {
+                    error!("{}: panic while writing a response; closing", conn.peer);
+                    shared.counters.panic();
+                    Next::Close
+                });
+            (next, registered && io.seat.is_none())
+        };
+        if next == Next::Close {
+            // A panic may have left answers queued.
+            scratch.out.clear();
+        }
+        if left_seat {
+            conn.left_seat();
+        }
+        match next {
+            // At shutdown only a request in flight parks (the worker is
+            // handed it back to finish, waiting).
+            Next::Park if !shared.is_stopping() || conn.state.has_request_in_flight() => match shared.park(conn) {
+                Some(again) => conn = again,
+                None => return,
+            },
+            Next::Yield => return shared.requeue(conn),
+            Next::Park | Next::Close => return shared.close(conn),
         }
     }
 }

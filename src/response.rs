@@ -13,8 +13,16 @@ use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// A response body.
 ///
-/// Built with `From` from `&'static str`, `&'static [u8]`, `String` and
-/// `Vec<u8>`; a reader with [`Response::reader`].
+/// Built with `From` from `&'static str`, `&'static [u8]` (sent from where
+/// they are, never copied into a buffer of their own), `String` and
+/// `Vec<u8>` (moved in); a reader with [`Response::reader`], a file with
+/// [`Response::file`], a stream with [`Response::stream`].
+///
+/// Text borrowed for less than `'static` (from the request, say) is copied
+/// by the caller: `Response::text(req.path().to_owned())`. A `From<&'a
+/// str>` that copies could not stand beside the `&'static str` one that
+/// does not (Rust's impls cannot tell lifetimes apart), and copying every
+/// `&str` would copy literals and `include_str!` files on every request.
 pub struct Content(pub(crate) Payload);
 
 pub(crate) enum Payload {
@@ -123,12 +131,27 @@ impl Response {
         }
     }
 
-    /// `200 OK` with a `text/plain; charset=utf-8` body.
+    /// `200 OK` with a `text/plain; charset=utf-8` body: a `&'static str`
+    /// (not copied) or a `String`; see [`Content`].
+    ///
+    /// ```
+    /// use httpool::{Request, Response};
+    ///
+    /// fn handler(req: &mut Request) -> Response {
+    ///     match req.path() {
+    ///         "/" => Response::text("Hello, world!\n"),
+    ///         // Borrowed from the request: copied into a String.
+    ///         path => Response::text(path.to_owned()).with_status(404),
+    ///     }
+    /// }
+    /// # let _ = handler;
+    /// ```
     pub fn text(body: impl Into<Content>) -> Response {
         Response::status(200).with_content_type("text/plain; charset=utf-8").with_body(body)
     }
 
-    /// `200 OK` with an `application/octet-stream` body.
+    /// `200 OK` with an `application/octet-stream` body: a `&'static [u8]`
+    /// (not copied), a `Vec<u8>`, or text; see [`Content`].
     pub fn bytes(body: impl Into<Content>) -> Response {
         Response::status(200).with_content_type("application/octet-stream").with_body(body)
     }
@@ -293,6 +316,24 @@ impl Response {
     /// The status code.
     pub fn status_code(&self) -> u16 {
         self.status
+    }
+
+    /// The body, when it is in memory (built from bytes or text); `None`
+    /// for a reader, a file or a stream, which exist only as they are sent.
+    ///
+    /// ```
+    /// use httpool::Response;
+    ///
+    /// assert_eq!(Response::text("hi").body_bytes(), Some(&b"hi"[..]));
+    /// assert_eq!(Response::status(204).body_bytes(), Some(&b""[..]));
+    /// assert_eq!(Response::reader(std::io::empty(), None).body_bytes(), None);
+    /// ```
+    pub fn body_bytes(&self) -> Option<&[u8]> {
+        match &self.body {
+            Payload::Static(b) => Some(b),
+            Payload::Owned(b) => Some(b),
+            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
+        }
     }
 
     /// The first value of the header `name` (case-insensitive) set on this

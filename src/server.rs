@@ -5,19 +5,17 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, bounded};
-
 use crate::config::{Config, Overload};
-use crate::handler::Handler;
-use crate::lot::Shared;
+use crate::handler::{Handler, IntoResponse};
 use crate::monitor::Monitor;
 use crate::net::Listener;
 use crate::parse::MAX_HEADERS_CAP;
-use crate::pool;
+use crate::pool::{Pool, Workers};
+use crate::request::Request;
+use crate::shared::Shared;
 use crate::stats::Stats;
 
 /// A server, configured and bound, not yet running.
@@ -28,7 +26,7 @@ use crate::stats::Stats;
 /// fn main() -> std::io::Result<()> {
 ///     Server::bind("127.0.0.1:8080")?
 ///         .workers(8)
-///         .serve(|_req: &mut httpool::Request| Response::text("hello\n"))
+///         .serve(|_req| Response::text("hello\n"))
 /// }
 /// ```
 #[derive(Debug)]
@@ -105,11 +103,47 @@ impl Server {
         self
     }
 
-    /// Worker threads, each running one handler call at a time. Default:
+    /// Core worker threads, which start with the server and live as long
+    /// as it; each runs one handler call at a time. While handlers block,
+    /// more are started on demand, up to [`Server::max_workers`]. Default:
     /// [`default_workers`](crate::default_workers) (twice the cores, at least
-    /// 4). At least 1.
+    /// 4). At least 1; raises `max_workers` to match if it is lower.
     pub fn workers(mut self, n: usize) -> Server {
         self.config.workers = n.max(1);
+        self.config.max_workers = self.config.max_workers.max(self.config.workers);
+        self
+    }
+
+    /// Worker threads at most, core and on-demand ones together. A handler
+    /// call that blocks holds its thread; when a seat's worker is held and
+    /// no thread is idle, another is started to take its place, so that
+    /// other connections go on being served. With `n` threads all held by
+    /// handlers, new requests wait for one ([`Server::queue_depth`], then
+    /// [`Overload`]). Default: [`DEFAULT_MAX_WORKERS`](crate::DEFAULT_MAX_WORKERS).
+    /// At least the core count ([`Server::workers`], which it lowers to
+    /// match if it is higher) and at least 1.
+    pub fn max_workers(mut self, n: usize) -> Server {
+        self.config.max_workers = n.max(1);
+        self.config.workers = self.config.workers.min(self.config.max_workers);
+        self
+    }
+
+    /// How long a worker started on demand waits idle before it retires
+    /// (the core ones never do). Default:
+    /// [`DEFAULT_WORKER_IDLE_TIMEOUT`](crate::DEFAULT_WORKER_IDLE_TIMEOUT).
+    /// `Duration::MAX` keeps them.
+    pub fn worker_idle_timeout(mut self, d: Duration) -> Server {
+        self.config.worker_idle_timeout = d;
+        self
+    }
+
+    /// Stack size of each worker thread, on which handlers run. Default:
+    /// [`DEFAULT_WORKER_STACK_SIZE`](crate::DEFAULT_WORKER_STACK_SIZE). A
+    /// size the system cannot give fails [`Server::spawn`] (for the core
+    /// threads), or leaves the server with the threads it has (for the
+    /// on-demand ones, logged).
+    pub fn worker_stack_size(mut self, bytes: usize) -> Server {
+        self.config.worker_stack_size = bytes;
         self
     }
 
@@ -271,22 +305,57 @@ impl Server {
         self
     }
 
-    /// Runs the server on this thread, forever.
+    /// Runs the server on this thread, forever, answering every request
+    /// with `handler`: a closure or a function taking `&mut Request` and
+    /// returning a [`Response`](crate::Response) or a `Result` of one (see
+    /// [`IntoResponse`]). A closure needs no type annotations.
+    ///
+    /// For a type implementing [`Handler`], or an `Arc` of one, use
+    /// [`Server::serve_handler`].
     ///
     /// # Errors
     ///
     /// As [`Server::spawn`].
-    pub fn serve<H: Handler>(self, handler: H) -> io::Result<()> {
-        self.spawn(handler)?.join();
-        Ok(())
+    pub fn serve<F, R>(self, handler: F) -> io::Result<()>
+    where
+        F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        self.serve_handler(handler)
     }
 
-    /// Starts the server on its own threads and returns a handle to it.
+    /// Starts the server on its own threads, answering every request with
+    /// `handler` (as [`Server::serve`]), and returns a handle to it.
     ///
     /// # Errors
     ///
-    /// Creating a readiness set, a descriptor or a thread failed.
-    pub fn spawn<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
+    /// Creating a readiness set, a descriptor or a thread failed; every
+    /// thread already started is stopped and joined first.
+    pub fn spawn<F, R>(self, handler: F) -> io::Result<ServerHandle>
+    where
+        F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        self.spawn_handler(handler)
+    }
+
+    /// [`Server::serve`] for a type implementing [`Handler`] (an
+    /// application object, an `Arc<H>`, an `Arc<dyn Handler>`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Server::spawn`].
+    pub fn serve_handler<H: Handler>(self, handler: H) -> io::Result<()> {
+        self.spawn_handler(handler)?.join();
+        Ok(())
+    }
+
+    /// [`Server::spawn`] for a type implementing [`Handler`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Server::spawn`].
+    pub fn spawn_handler<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
@@ -295,15 +364,31 @@ impl Server {
                 Listener::Unix(mio::net::UnixListener::from_std(l))
             }
         };
-        let workers = self.config.workers;
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
-        let shared = Arc::new(Shared::new(self.config, listener, workers.min(cores))?);
-        let (done_tx, done_rx) = bounded(workers);
-        let monitor = Monitor::new(shared.clone());
-        let monitor = thread::Builder::new().name("httpool-monitor".into()).spawn(move || monitor.run())?;
-        let _ = shared.monitor.set(monitor.thread().clone());
-        let workers = pool::spawn(workers, &shared, &Arc::new(handler), &done_tx)?;
-        Ok(ServerHandle { shared, addr, monitor: Some(monitor), workers, done: done_rx })
+        let seats = self.config.workers.min(cores);
+        let shared = Arc::new(Shared::new(self.config, listener, seats)?);
+        let (pool, started) = Pool::start(&shared, handler);
+        let workers: Arc<dyn Workers> = pool;
+        let monitor = Monitor::new(shared.clone(), workers.clone());
+        let monitor = match started {
+            Ok(()) => thread::Builder::new().name("httpool-monitor".into()).spawn(move || monitor.run()),
+            Err(e) => Err(e),
+        };
+        let handle = ServerHandle { shared, addr, monitor: None, workers };
+        match monitor {
+            Ok(monitor) => {
+                let _ = handle.shared.monitor.set(monitor.thread().clone());
+                Ok(ServerHandle { monitor: Some(monitor), ..handle })
+            }
+            Err(e) => {
+                // Stop what started: with no monitor to sweep, the workers
+                // are let go directly.
+                handle.shared.stop();
+                handle.shared.sweep();
+                handle.join();
+                Err(e)
+            }
+        }
     }
 }
 
@@ -315,8 +400,7 @@ pub struct ServerHandle {
     shared: Arc<Shared>,
     addr: SocketAddr,
     monitor: Option<JoinHandle<()>>,
-    workers: Vec<JoinHandle<()>>,
-    done: Receiver<()>,
+    workers: Arc<dyn Workers>,
 }
 
 impl ServerHandle {
@@ -334,16 +418,13 @@ impl ServerHandle {
 
     /// Live counters; see [`Stats`].
     pub fn stats(&self) -> Stats {
-        let (parked, queued) = {
-            let lot = self.shared.lock();
-            (lot.parked, lot.queued)
-        };
-        self.shared.counters.snapshot(parked, queued)
+        self.shared.snapshot()
     }
 
-    /// Stops the server gracefully and waits for it: stop accepting, close
-    /// idle connections, let in-flight requests finish (their responses say
-    /// `Connection: close`), join every thread.
+    /// Stops the server gracefully and waits for it: the listener closes
+    /// (new clients are refused), idle connections close, requests in
+    /// flight finish (their responses say `Connection: close`), every
+    /// thread is joined.
     ///
     /// Returns `true` when every thread ended within the grace period; a
     /// handler still running past it is left behind, detached.
@@ -358,21 +439,14 @@ impl ServerHandle {
         if let Some(monitor) = self.monitor.take() {
             let _ = monitor.join();
         }
-        let deadline = Instant::now() + self.shared.config.shutdown_grace;
-        let mut finished = 0;
-        while finished < self.workers.len() {
-            match self.done.recv_deadline(deadline) {
-                Ok(()) => finished += 1,
-                Err(_) => break,
-            }
-        }
-        let all = finished == self.workers.len();
+        // A grace too long to add (`Duration::MAX`) waits without limit.
+        let deadline = Instant::now().checked_add(self.shared.config.shutdown_grace);
+        let all = self.shared.wait_for_workers(deadline);
         if all {
-            for worker in self.workers.drain(..) {
-                let _ = worker.join();
-            }
+            self.workers.join_exited();
         } else {
-            warn!("{} workers still busy after the shutdown grace period", self.workers.len() - finished);
+            let left = self.shared.stats_threads();
+            warn!("{left} workers still busy after the shutdown grace period");
         }
         all
     }
@@ -393,8 +467,7 @@ pub struct ShutdownSignal {
 impl ShutdownSignal {
     /// Starts shutdown and returns at once; [`ServerHandle::join`] waits.
     pub fn shutdown(&self) {
-        self.shared.stopping.store(true, Ordering::Release);
-        self.shared.wake_all();
+        self.shared.stop();
     }
 }
 

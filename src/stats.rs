@@ -37,6 +37,27 @@ pub struct Stats {
     /// Response bytes held for clients slow to take them (see
     /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).
     pub unsent_bytes: u64,
+    /// Worker threads alive now, core and on-demand ones (see
+    /// [`Server::max_workers`](crate::Server::max_workers)).
+    pub threads: u64,
+    /// Worker threads serving a connection: reading it, in its handler or
+    /// writing its answer.
+    pub busy_threads: u64,
+    /// Worker threads waiting for work (asleep, or for readiness at a seat).
+    pub idle_threads: u64,
+    /// Worker threads started since start, the core ones included.
+    pub threads_spawned: u64,
+    /// Worker threads that retired after waiting idle for the
+    /// [`worker_idle_timeout`](crate::Server::worker_idle_timeout).
+    pub threads_retired: u64,
+}
+
+/// Thread counts for a [`Stats`] snapshot.
+pub(crate) struct Threads {
+    pub(crate) live: usize,
+    pub(crate) idle: usize,
+    pub(crate) spawned: u64,
+    pub(crate) retired: u64,
 }
 
 /// The counters behind [`Stats`]; one cache line each so that workers
@@ -118,7 +139,13 @@ impl Counters {
             .map(|_| Held { total: self.unsent.clone(), bytes })
     }
 
-    pub(crate) fn snapshot(&self, parked: usize, queued: usize) -> Stats {
+    /// Response bytes held for slow clients now.
+    #[cfg(test)]
+    pub(crate) fn unsent_bytes(&self) -> u64 {
+        self.unsent.load(Relaxed)
+    }
+
+    pub(crate) fn snapshot(&self, parked: usize, queued: usize, threads: Threads) -> Stats {
         let accepted = self.accepted.get();
         let open = accepted.saturating_sub(self.closed.get());
         Stats {
@@ -134,6 +161,11 @@ impl Counters {
             io_errors: self.io_errors.get(),
             rejected: self.rejected.get(),
             unsent_bytes: self.unsent.load(Relaxed),
+            threads: threads.live as u64,
+            busy_threads: threads.live.saturating_sub(threads.idle) as u64,
+            idle_threads: threads.idle as u64,
+            threads_spawned: threads.spawned,
+            threads_retired: threads.retired,
         }
     }
 }

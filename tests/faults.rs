@@ -27,7 +27,7 @@ fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
 
 /// A one-worker, depth-one server whose `/block` handler waits for a release.
 fn one_worker_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
-    blocking_server(|s| s.workers(1).queue_depth(1).overload(overload))
+    blocking_server(|s| s.workers(1).max_workers(1).queue_depth(1).overload(overload))
 }
 
 /// Saturates a one-worker, depth-one server: A in the handler, B queued.
@@ -325,7 +325,7 @@ fn two_thousand_idle_connections_do_not_slow_a_new_client() {
 
 #[test]
 fn clients_trickling_small_bodies_hold_no_worker() {
-    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(echo).unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).max_workers(1).spawn(echo).unwrap();
     let addr = server.local_addr();
     let mut slow: Vec<_> = (0..5).map(|_| connect(addr)).collect();
     for conn in &mut slow {
@@ -348,6 +348,7 @@ fn an_unwanted_body_that_stalls_is_given_up_and_the_response_stands() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
+        .max_workers(1)
         .spawn(|_: &mut Request| Response::text("not reading that"))
         .unwrap();
     let mut conn = connect(server.local_addr());
@@ -390,6 +391,7 @@ fn a_client_slow_to_read_a_large_answer_holds_no_worker() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
+        .max_workers(1)
         .write_timeout(Duration::from_secs(120))
         .spawn(big_or_small)
         .unwrap();
@@ -431,6 +433,7 @@ fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
+        .max_workers(1)
         .write_timeout(Duration::from_millis(200))
         .spawn(big_or_small)
         .unwrap();
@@ -455,6 +458,7 @@ fn a_client_slow_to_read_a_large_file_holds_no_worker() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
+        .max_workers(1)
         .write_timeout(Duration::from_secs(120))
         .spawn(move |req: &mut Request| match req.path() {
             "/file" => Response::file(std::fs::File::open(&file_path).unwrap(), 32 << 20),

@@ -44,7 +44,7 @@ fn exchange(server: &ServerHandle, request: &str) -> String {
 }
 
 fn spawn(handler: impl httpool::Handler) -> ServerHandle {
-    Server::bind("127.0.0.1:0").unwrap().workers(2).spawn(handler).unwrap()
+    Server::bind("127.0.0.1:0").unwrap().workers(2).spawn_handler(handler).unwrap()
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Shutdown leaves no thread behind. Alone in its binary so that no other
-//! test's server threads are counted.
+//! Shutdown leaves no thread behind. Alone in its binary (and its tests one
+//! at a time) so that no other test's server threads are counted.
 
 mod common;
 
@@ -32,8 +32,12 @@ fn httpool_threads_once(wanted: impl Fn(usize) -> bool) -> usize {
     }
 }
 
+/// The tests here count the process's threads: one at a time.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn shutdown_closes_idle_connections_and_joins_every_thread() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let server = Server::bind("127.0.0.1:0").unwrap().workers(3).spawn(|_: &mut Request| Response::text("ok")).unwrap();
     let mut idle = connect(server.local_addr());
     send(&mut idle, &get("/"));
@@ -44,6 +48,28 @@ fn shutdown_closes_idle_connections_and_joins_every_thread() {
     assert_eq!(httpool_threads_once(|n| n == 4), 4);
     assert!(server.shutdown(), "every thread joined within the grace period");
     assert!(closed(&mut idle), "the idle keep-alive connection was closed");
+    #[cfg(target_os = "linux")]
+    assert_eq!(httpool_threads_once(|n| n == 0), 0);
+}
+
+#[test]
+fn shutdown_joins_the_threads_added_on_demand_too() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (server, entered, release) = common::blocking_server(|s| s.workers(1).max_workers(8));
+    let addr = server.local_addr();
+    let mut blocked: Vec<_> = (0..3).map(|_| connect(addr)).collect();
+    for conn in &mut blocked {
+        send(conn, &get("/block"));
+        entered.recv_timeout(PATIENCE).unwrap();
+    }
+    assert!(server.stats().threads >= 3, "{:?}", server.stats());
+    for _ in 0..3 {
+        release.send(()).unwrap();
+    }
+    for conn in &mut blocked {
+        assert_eq!(read_reply(conn, false).unwrap().status, 200);
+    }
+    assert!(server.shutdown(), "every thread joined within the grace period");
     #[cfg(target_os = "linux")]
     assert_eq!(httpool_threads_once(|n| n == 0), 0);
 }

@@ -235,6 +235,35 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// Saturated under `Overload::Reject`, a TLS server closes a new client
+    /// without an answer: a plaintext `503` written into its handshake would
+    /// only be garbage to it.
+    #[test]
+    fn a_tls_client_refused_for_overload_gets_no_plaintext_503() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .max_connections(1)
+            .overload(httpool::Overload::Reject { retry_after: std::time::Duration::from_secs(1) })
+            .tls(server_config)
+            .spawn(|_: &mut Request| Response::text("x"))
+            .unwrap();
+        // One open connection saturates the server.
+        let mut held = connect(server.local_addr(), &client_config);
+        held.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert!(read_response(&mut held).0.starts_with("HTTP/1.1 200"));
+        let mut sock = TcpStream::connect(server.local_addr()).unwrap();
+        sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        // The start of a TLS ClientHello record.
+        sock.write_all(&[0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00]).unwrap();
+        let mut reply = Vec::new();
+        let _ = sock.read_to_end(&mut reply);
+        assert!(reply.is_empty(), "wrote {:?} into a TLS handshake", String::from_utf8_lossy(&reply));
+        assert_eq!(server.stats().rejected, 1);
+        drop(held);
+        assert!(server.shutdown());
+    }
+
     #[test]
     fn a_plaintext_client_on_the_tls_port_is_dropped() {
         let (server_config, _) = setup();

@@ -1,0 +1,395 @@
+//! What a connection keeps between turns: its phase, from which its deadline
+//! and what happens when the deadline passes follow, and its read buffer.
+
+use std::mem;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::outbox::Unsent;
+use crate::parse::{Limits, trim_empty_lines};
+
+/// Read buffers a worker keeps for reuse.
+const POOLED_BUFFERS: usize = 8;
+
+/// Handler calls a connection is expected to block after one did: a client
+/// that asks for slow work tends to ask again, with quick requests between.
+const SLOW_MEMORY: u8 = 4;
+
+/// Smallest buffer a parked connection keeps for an unfinished head: room
+/// to read a few more bytes without taking a worker's buffer.
+const MIN_OWN_BUFFER: usize = 512;
+
+/// Where a connection is in its life, as far as its deadline goes.
+#[derive(Debug)]
+pub(crate) enum Phase {
+    /// No request begun. `first`: a new connection, whose first head must
+    /// arrive within the head timeout of its accept; else a kept-alive one,
+    /// closed after the idle timeout. `since` is set when the connection
+    /// first parks in this phase and never moves after: bytes that carry no
+    /// request (empty lines) do not restart the clock.
+    Waiting { since: Option<Instant>, first: bool },
+    /// Part of a request head (and of a small body collected with it) is in;
+    /// past the head timeout the client gets `408`.
+    Head { since: Instant },
+    /// The client is slow to take an answer: the rest of it, and what
+    /// becomes of the connection once it is out. Closed after the write
+    /// timeout without progress.
+    Sending { unsent: Box<Unsent>, then: Then },
+    /// Closing after an error answer: what the client still sends is read
+    /// and discarded until then.
+    Lingering { until: Instant },
+}
+
+/// What becomes of a connection after an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Then {
+    KeepAlive,
+    Close,
+    /// Close, but the client may still be sending: a lingering close.
+    Linger,
+    /// The answer could not be finished (the client went away, a streamed
+    /// body failed): close once what is queued is out, without lingering.
+    Abort,
+}
+
+/// What the monitor does with a parked connection whose deadline passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// A head was begun: answer `408`, then close (a timeout).
+    RequestTimeout,
+    /// Close without an answer (a timeout of the client's).
+    TimedOut,
+    /// Close without an answer; the lingering close simply ran its time.
+    Done,
+}
+
+/// `at + d`, or `None` (no deadline) when that is beyond what an `Instant`
+/// holds: a timeout of `Duration::MAX` means "never".
+pub(crate) fn after(at: Instant, d: Duration) -> Option<Instant> {
+    at.checked_add(d)
+}
+
+/// True once `deadline` has passed at `now`.
+pub(crate) fn is_past(deadline: Option<Instant>, now: Instant) -> bool {
+    deadline.is_some_and(|d| d <= now)
+}
+
+/// When parsing the unparsed bytes again can tell more than last time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Reparse {
+    /// Nothing was parsed since the bytes last changed.
+    #[default]
+    Now,
+    /// The last parse of `len` bytes found an unfinished head: only a new
+    /// line end, twice the bytes, or crossing a size limit can change that.
+    Head { len: usize },
+    /// The head is whole; its small body is awaited until `len` bytes are in.
+    Body { len: usize },
+}
+
+/// Per-connection state that survives parking.
+#[derive(Debug)]
+pub(crate) struct ConnState {
+    /// The read buffer: a worker's full-size one while served; while
+    /// parked, none, or a small one of its own holding an unfinished head.
+    buf: Vec<u8>,
+    /// `buf[start..end]` is received but not yet parsed.
+    start: usize,
+    end: usize,
+    reparse: Reparse,
+    pub(crate) phase: Phase,
+    /// Requests answered on this connection.
+    pub(crate) requests: u64,
+    /// Non-zero after a handler call on this connection blocked (ran across
+    /// monitor ticks): the next calls are expected to block too, until
+    /// [`SLOW_MEMORY`] quick ones in a row.
+    slow_score: u8,
+}
+
+impl Default for ConnState {
+    fn default() -> ConnState {
+        ConnState::new(None)
+    }
+}
+
+impl ConnState {
+    /// A new connection; `accepted` starts its first head deadline.
+    pub(crate) fn new(accepted: Option<Instant>) -> ConnState {
+        ConnState {
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            reparse: Reparse::Now,
+            phase: Phase::Waiting { since: accepted, first: true },
+            requests: 0,
+            slow_score: 0,
+        }
+    }
+
+    /// When the current park ends: a function of the phase alone.
+    pub(crate) fn deadline(&self, config: &Config) -> Option<Instant> {
+        match &self.phase {
+            Phase::Waiting { since: Some(since), first: true } => after(*since, config.head_timeout),
+            Phase::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
+            // Stamped by every park; a connection never parks without it.
+            Phase::Waiting { since: None, .. } => None,
+            Phase::Head { since } => after(*since, config.head_timeout),
+            Phase::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
+            Phase::Lingering { until } => Some(*until),
+        }
+    }
+
+    /// What happens when [`ConnState::deadline`] passes.
+    pub(crate) fn expiry(&self) -> Expiry {
+        match self.phase {
+            Phase::Head { .. } => Expiry::RequestTimeout,
+            Phase::Waiting { .. } | Phase::Sending { .. } => Expiry::TimedOut,
+            Phase::Lingering { .. } => Expiry::Done,
+        }
+    }
+
+    /// True when a request was begun and must be finished, even at
+    /// shutdown: a head or small body arriving, or an answer going out.
+    pub(crate) fn has_request_in_flight(&self) -> bool {
+        matches!(self.phase, Phase::Head { .. } | Phase::Sending { .. })
+    }
+
+    /// True while an answer waits for the client to take it.
+    pub(crate) fn is_sending(&self) -> bool {
+        matches!(self.phase, Phase::Sending { .. })
+    }
+
+    /// True when received bytes wait to be parsed.
+    pub(crate) fn has_unparsed(&self) -> bool {
+        self.start < self.end
+    }
+
+    /// True when the request in the buffer, whole or not, is a HEAD
+    /// request: an error answer to it carries no body.
+    pub(crate) fn holds_head_request(&self) -> bool {
+        trim_empty_lines(self.unparsed()).starts_with(b"HEAD ")
+    }
+
+    pub(crate) fn unparsed(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    pub(crate) fn unparsed_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.end]
+    }
+
+    /// The buffer from the first unparsed byte: the head, then what follows.
+    pub(crate) fn split_at_head(&mut self, head_len: usize) -> (&[u8], &mut [u8]) {
+        let (before, rest) = self.buf.split_at_mut(self.start + head_len);
+        (&before[self.start..], rest)
+    }
+
+    /// The whole buffer, for reads whose bytes are not kept (a lingering
+    /// close).
+    pub(crate) fn scratch_space(&mut self) -> &mut [u8] {
+        if self.buf.is_empty() {
+            self.buf = vec![0; MIN_OWN_BUFFER];
+        }
+        &mut self.buf
+    }
+
+    /// Bytes after the unparsed ones as they were received, handed to an
+    /// upgrade.
+    pub(crate) fn take_unparsed(&mut self) -> &[u8] {
+        let (start, end) = (self.start, self.end);
+        (self.start, self.end) = (0, 0);
+        &self.buf[start..end]
+    }
+
+    /// Gets a worker's full-size buffer when the connection has none, or
+    /// one holding nothing; a small one of its own holding an unfinished
+    /// head is kept and read into, so a head trickled a byte at a time
+    /// is not copied at every byte.
+    pub(crate) fn attach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize) {
+        if self.buf.len() >= size || (self.has_unparsed() && self.end < self.buf.len()) {
+            return;
+        }
+        self.make_full(pool, size);
+    }
+
+    /// Makes the buffer full-size (a request is about to be answered: a
+    /// body reader needs the room), keeping unparsed bytes.
+    pub(crate) fn make_full(&mut self, pool: &mut Vec<Vec<u8>>, size: usize) {
+        if self.buf.len() >= size {
+            return;
+        }
+        let mut big = pool.pop().filter(|b| b.len() == size).unwrap_or_else(|| vec![0; size]);
+        let pending = self.end - self.start;
+        #[cfg(test)]
+        crate::parse::work::copied(pending);
+        big[..pending].copy_from_slice(self.unparsed());
+        self.buf = big;
+        (self.start, self.end) = (0, pending);
+    }
+
+    /// Room to read into: unparsed bytes move to the front of a full
+    /// buffer, and a small one grows (doubling, up to `size`).
+    pub(crate) fn read_space(&mut self, size: usize) -> &mut [u8] {
+        if self.end == self.buf.len() {
+            #[cfg(test)]
+            crate::parse::work::copied(self.end - self.start);
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                (self.start, self.end) = (0, self.end - self.start);
+            } else if self.buf.len() < size {
+                let grown = (self.buf.len() * 2).clamp(MIN_OWN_BUFFER, size);
+                self.buf.resize(grown, 0);
+            }
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// `n` bytes were read into [`ConnState::read_space`].
+    pub(crate) fn filled(&mut self, n: usize) {
+        self.end += n;
+    }
+
+    /// Ends a turn: gives a worker's buffer back to `pool`, keeps only
+    /// unparsed bytes (empty lines dropped), and stamps the phase's clock.
+    pub(crate) fn detach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize, now: Instant) {
+        // Empty lines before a request line are ignored (RFC 9112 §2.2);
+        // they start no head and move no clock.
+        let trimmed = self.end - trim_empty_lines(self.unparsed()).len();
+        if trimmed != self.start {
+            self.start = trimmed;
+            self.reparse = Reparse::Now;
+        }
+        if !self.has_unparsed() {
+            (self.start, self.end) = (0, 0);
+        }
+        self.stamp(now);
+        let pending = self.end - self.start;
+        if self.buf.len() < size || pending * 2 >= size {
+            // Its own buffer, or a head that would need one as large.
+            self.make_body_room();
+            return;
+        }
+        let keep = if pending == 0 {
+            Vec::new()
+        } else {
+            let mut own = vec![0; (pending * 2).clamp(MIN_OWN_BUFFER, size)];
+            #[cfg(test)]
+            crate::parse::work::copied(pending);
+            own[..pending].copy_from_slice(self.unparsed());
+            own
+        };
+        (self.start, self.end) = (0, pending);
+        let big = mem::replace(&mut self.buf, keep);
+        if pool.len() < POOLED_BUFFERS && big.len() == size {
+            pool.push(big);
+        }
+    }
+
+    /// Sets the clock of the phase the connection parks in.
+    fn stamp(&mut self, now: Instant) {
+        match &mut self.phase {
+            // A request pipelined behind an answer the client is slow to
+            // take is not late: its clock starts once the answer is out.
+            Phase::Sending { .. } | Phase::Lingering { .. } | Phase::Head { .. } => {}
+            Phase::Waiting { since, first } if self.start < self.end => {
+                // A new connection's first head runs from the accept.
+                let since = match (*since, *first) {
+                    (Some(accepted), true) => accepted,
+                    _ => now,
+                };
+                self.phase = Phase::Head { since };
+            }
+            Phase::Waiting { since, .. } => {
+                since.get_or_insert(now);
+            }
+        }
+    }
+
+    /// The bytes up to `to` were a request (and its body), and received
+    /// bytes now end at `end` (a body reader may have read more): the
+    /// connection waits for the next request, whose clock starts when it
+    /// parks.
+    pub(crate) fn consumed(&mut self, to: usize, end: usize) {
+        (self.start, self.end) = (to.min(end), end);
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+        self.reparse = Reparse::Now;
+        if !matches!(self.phase, Phase::Sending { .. } | Phase::Lingering { .. }) {
+            self.phase = Phase::Waiting { since: None, first: false };
+        }
+    }
+
+    /// Drops every unparsed byte: nothing more is served on the connection.
+    pub(crate) fn discard_unparsed(&mut self) {
+        self.consumed(self.end, self.end);
+    }
+
+    /// Offsets into the buffer of the unparsed bytes.
+    pub(crate) fn bounds(&self) -> (usize, usize) {
+        (self.start, self.end)
+    }
+
+    /// Moves unparsed bytes to the front of the buffer, so the space after a
+    /// head (at most `max_head_bytes`) is at least the slack a body reader
+    /// needs.
+    pub(crate) fn make_body_room(&mut self) {
+        if self.start > 0 {
+            #[cfg(test)]
+            crate::parse::work::copied(self.end - self.start);
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+    }
+
+    /// True when parsing the unparsed bytes again may tell more than the
+    /// last parse did: a trickled head is parsed at each new line end, each
+    /// doubling and each size limit it crosses, not at every byte, so the
+    /// work stays linear in its size.
+    pub(crate) fn worth_parsing(&self, limits: &Limits) -> bool {
+        let len = self.end - self.start;
+        match self.reparse {
+            Reparse::Now => true,
+            Reparse::Body { len: needed } => len >= needed,
+            Reparse::Head { len: old } => {
+                let crossed = |limit: usize| old < limit && len >= limit;
+                len >= old.saturating_mul(2)
+                    || self.unparsed()[old.min(len)..].contains(&b'\n')
+                    || crossed(limits.max_uri_bytes.saturating_add(65))
+                    || crossed(limits.max_head_bytes)
+            }
+        }
+    }
+
+    /// The last parse found the head unfinished.
+    pub(crate) fn parsed_partial(&mut self) {
+        self.reparse = Reparse::Head { len: self.end - self.start };
+    }
+
+    /// The head is whole; its body is awaited until `len` bytes are in.
+    pub(crate) fn await_body(&mut self, len: usize) {
+        self.reparse = Reparse::Body { len };
+    }
+
+    /// Bytes changed in place (a rewritten version): parse again.
+    pub(crate) fn reparse_now(&mut self) {
+        self.reparse = Reparse::Now;
+    }
+
+    /// True when the next handler call is expected to block.
+    pub(crate) fn expects_slow_handler(&self) -> bool {
+        self.slow_score > 0
+    }
+
+    /// A handler call ended; `blocked` when it ran across monitor ticks.
+    pub(crate) fn handler_ran(&mut self, blocked: bool) {
+        self.slow_score = if blocked { SLOW_MEMORY } else { self.slow_score.saturating_sub(1) };
+    }
+
+    /// Capacity of the read buffer, for tests of what a parked connection
+    /// keeps.
+    #[cfg(test)]
+    pub(crate) fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+}

@@ -1,0 +1,323 @@
+//! Accepting new connections: one thread at a time, backing off after
+//! errors such as `EMFILE`, stopping (or answering `503`) while the server
+//! is saturated, wrapping TLS, and closing the listener at shutdown.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::Shared;
+use crate::config::Overload;
+use crate::conn::ConnState;
+use crate::date::DateCache;
+use crate::encode::encode_overloaded;
+use crate::net::{Listener, Peer, Stream};
+
+/// Pause after an accept error such as `EMFILE`, so a full descriptor table
+/// does not turn into a busy loop.
+pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The listener and what accepting needs to remember.
+pub(crate) struct Accepting {
+    /// `None` once closed at shutdown. Locked by accept passes (one at a
+    /// time, so never contended) and by the close.
+    listener: Mutex<Option<Listener>>,
+    /// Its descriptor, registered with every seat until the close.
+    fd: RawFd,
+    /// Accept passes run on one thread at a time.
+    one: OnePass,
+    /// An accept was held back (saturated or paused): the next thread to
+    /// free room accepts.
+    waiting: AtomicBool,
+    /// Accepting is paused after an error such as `EMFILE`.
+    paused_until: Mutex<Option<Instant>>,
+}
+
+impl Accepting {
+    pub(crate) fn new(listener: Listener) -> Accepting {
+        let fd = listener.as_raw_fd();
+        Accepting {
+            listener: Mutex::new(Some(listener)),
+            fd,
+            one: OnePass::default(),
+            waiting: AtomicBool::new(false),
+            paused_until: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// When an accept that waits for the end of a pause should run.
+    pub(crate) fn pause_ends(&self) -> Option<Instant> {
+        if !self.waiting.load(Ordering::Relaxed) {
+            return None;
+        }
+        *self.paused_until.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// True (once) when an accept was held back (saturated or paused): the
+    /// caller, having freed room or waited, should accept.
+    pub(crate) fn take_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) && self.waiting.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl Shared {
+    /// Accepts until the listener is empty or the server saturated; each new
+    /// connection is admitted as [`Shared::admit`] says, `seat` being the
+    /// one whose ready list takes it when it has bytes to read.
+    pub(crate) fn accept(&self, seat: usize) {
+        self.accepting.one.run(|| self.accept_until_empty(seat, false));
+    }
+
+    /// True (once) when an accept was held back: see [`Accepting::take_waiting`].
+    pub(crate) fn take_accept_waiting(&self) -> bool {
+        self.accepting.take_waiting()
+    }
+
+    fn accept_until_empty(&self, seat: usize, last: bool) {
+        let listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(listener) = listener.as_ref() else { return };
+        let mut date = None;
+        loop {
+            if !last && self.is_stopping() {
+                return;
+            }
+            if self.accept_paused() {
+                return;
+            }
+            let saturated = self.is_saturated();
+            if saturated && self.config.overload == Overload::Wait {
+                // Clients wait in the kernel backlog until room frees up.
+                self.accepting.waiting.store(true, Ordering::Release);
+                return;
+            }
+            match listener.accept() {
+                Ok((stream, peer)) if saturated => self.reject(stream, peer, &mut date),
+                Ok((stream, peer)) => {
+                    #[cfg(feature = "tls")]
+                    let Some(stream) = self.secure(stream, peer) else { continue };
+                    self.admit(stream, peer, seat, listener.delivers_data());
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if is_transient(&e) => {}
+                Err(e) => {
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off, keep serving.
+                    warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                    self.counters.io_error();
+                    *self.accepting.paused_until.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(Instant::now() + ACCEPT_BACKOFF);
+                    self.accepting.waiting.store(true, Ordering::Release);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// True while accepts are paused after an error (an accept then waits
+    /// for the pause to end).
+    fn accept_paused(&self) -> bool {
+        let mut paused = self.accepting.paused_until.lock().unwrap_or_else(PoisonError::into_inner);
+        match *paused {
+            Some(until) if Instant::now() < until => {
+                self.accepting.waiting.store(true, Ordering::Release);
+                true
+            }
+            Some(_) => {
+                *paused = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Gives a newly accepted connection a slot and a seat. Where the
+    /// listener defers accepts until the first bytes arrive (Linux), the
+    /// connection joins the accepting seat's ready list and is read at
+    /// once; it registers with its seat when it first parks. Elsewhere it
+    /// parks now: the seat reports its first bytes (at once if they are
+    /// here), which costs less than a read that would most often find
+    /// nothing.
+    fn admit(&self, stream: Stream, peer: Peer, accepted_at: usize, delivers_data: bool) {
+        self.counters.accepted();
+        let state = ConnState::new(Some(Instant::now()));
+        let to_park = {
+            let mut hub = self.lock();
+            let seat = hub.board.next_seat();
+            let conn = hub.slots.admit(stream, peer, seat, state);
+            if delivers_data {
+                hub.board.push_ready(accepted_at, conn);
+                None
+            } else {
+                Some(conn)
+            }
+        };
+        if let Some(conn) = to_park.and_then(|conn| self.park(conn)) {
+            self.lock().board.push_ready(accepted_at, conn);
+        }
+    }
+
+    /// Wraps a new connection in TLS when the server is configured for it.
+    #[cfg(feature = "tls")]
+    fn secure(&self, stream: Stream, peer: Peer) -> Option<Stream> {
+        match (&self.config.tls, stream) {
+            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp, config.clone()) {
+                Ok(tls) => Some(Stream::Tls(Box::new(tls))),
+                Err(e) => {
+                    warn!("{peer}: starting TLS failed: {e}");
+                    None
+                }
+            },
+            (_, stream) => Some(stream),
+        }
+    }
+
+    /// `503` + `Retry-After` + close for a connection accepted while
+    /// saturated. What the client already sent is read first so that the
+    /// close does not reset the connection under the response. A TLS
+    /// client is closed without one: there is no session to send it in
+    /// (a plaintext answer would only corrupt its handshake).
+    fn reject(&self, mut stream: Stream, peer: Peer, date: &mut Option<DateCache>) {
+        let Overload::Reject { retry_after } = self.config.overload else {
+            return;
+        };
+        self.counters.rejected();
+        if self.serves_tls() {
+            debug!("{peer}: saturated; closed a TLS client without an answer");
+            return;
+        }
+        // At most 16 reads: a client that keeps sending cannot hold the
+        // accepting thread here.
+        let mut sink = [0u8; 4096];
+        for _ in 0..16 {
+            if !matches!(stream.read(&mut sink), Ok(n) if n > 0) {
+                break;
+            }
+        }
+        let mut out = Vec::with_capacity(192);
+        encode_overloaded(retry_after, date.get_or_insert_with(DateCache::new).now(), &mut out);
+        let _ = stream.write(&out);
+        stream.shutdown_write();
+        debug!("{peer}: saturated; answered 503");
+    }
+
+    /// True when connections are wrapped in TLS.
+    fn serves_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.config.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
+    /// Shutdown: accepts what the kernel already holds (on Linux those
+    /// clients have sent their request), then closes the listener, so new
+    /// clients are refused instead of waiting in a backlog nobody reads.
+    pub(crate) fn close_listener(&self) {
+        // Waits for any accept pass still running; later ones find no
+        // listener.
+        self.accept_until_empty(0, true);
+        let mut listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        for seat in &self.seats {
+            seat.forget(self.accepting.fd());
+        }
+        *listener = None;
+    }
+
+    /// When an accept waiting for the end of a pause should run.
+    pub(crate) fn accept_pause_ends(&self) -> Option<Instant> {
+        self.accepting.pause_ends()
+    }
+}
+
+/// Runs a task on one thread at a time without making any thread wait: a
+/// thread that asks while another runs it leaves its request with the
+/// running one, which runs the task again before it stops. Every request is
+/// followed by a whole run that began after it, so none is lost (the
+/// listener reports readiness once per change: a lost accept leaves clients
+/// in the backlog until another one connects).
+#[derive(Default)]
+pub(crate) struct OnePass {
+    /// Requests not yet covered by a run; the thread that raised it from
+    /// zero runs the task until it is zero again.
+    requests: AtomicUsize,
+}
+
+impl OnePass {
+    pub(crate) fn run(&self, mut task: impl FnMut()) {
+        if self.requests.fetch_add(1, Ordering::AcqRel) > 0 {
+            return;
+        }
+        let mut covered = 1;
+        loop {
+            task();
+            // One read-modify-write on one counter: a request either lands
+            // before it (and is counted in `left`) or finds the count zero
+            // and runs the task itself.
+            let left = self.requests.fetch_sub(covered, Ordering::AcqRel) - covered;
+            if left == 0 {
+                return;
+            }
+            covered = left;
+        }
+    }
+}
+
+/// Accept errors about one connection that went away; the next accept may
+/// well succeed.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use super::OnePass;
+
+    /// In each round, threads at once add work and ask for a pass that
+    /// takes it all: once every thread's request has returned, nothing is
+    /// left, and no two passes overlapped. (A try-lock with a "missed" flag
+    /// loses a request whose flag is set just after the running thread last
+    /// looked at it.)
+    #[test]
+    fn one_pass_loses_no_request_and_never_overlaps() {
+        use std::sync::Barrier;
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 20_000;
+        let one = Arc::new(OnePass::default());
+        let pending = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(AtomicBool::new(false));
+        let overlaps = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let (one, pending, inside, barrier) = (one.clone(), pending.clone(), inside.clone(), barrier.clone());
+                let overlaps = overlaps.clone();
+                std::thread::spawn(move || {
+                    for round in 0..ROUNDS {
+                        barrier.wait();
+                        pending.fetch_add(1, Ordering::SeqCst);
+                        one.run(|| {
+                            if inside.swap(true, Ordering::SeqCst) {
+                                overlaps.fetch_add(1, Ordering::SeqCst);
+                            }
+                            pending.store(0, Ordering::SeqCst);
+                            inside.store(false, Ordering::SeqCst);
+                        });
+                        barrier.wait();
+                        assert_eq!(pending.load(Ordering::SeqCst), 0, "work left behind in round {round}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two passes at once");
+    }
+}

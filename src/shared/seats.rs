@@ -1,0 +1,219 @@
+//! Seats: the readiness sets, and who watches each.
+//!
+//! A seat is one readiness set (epoll or kqueue). Each open connection is
+//! watched by one seat from its first park on, registered once,
+//! edge-triggered. The thread polling a seat moves the connections that
+//! became readable to the seat's ready list; workers take them from there.
+//!
+//! **Seat ownership.** At most one thread polls a seat at a time: the one
+//! that set its `polled` flag (under the hub lock) before polling, and
+//! clears it after. A seat is *free* when it is neither polled nor
+//! *claimed*; a claim records that a thread was asked to take the seat over
+//! (woken or spawned) and lasts until some thread starts polling it. A
+//! worker that finds its seat free polls it; the monitor hands a seat that
+//! stays unpolled while work waits to another thread.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+
+use super::slots::Conn;
+use super::{LISTENER, WAKER};
+
+/// One readiness set and the means to wake whoever polls it.
+pub(crate) struct Seat {
+    /// Locked only by the thread that set the seat's `polled` flag, so it is
+    /// never contended.
+    poll: Mutex<SeatPoll>,
+    registry: Registry,
+    waker: Waker,
+}
+
+struct SeatPoll {
+    poll: Poll,
+    events: Events,
+}
+
+/// The events of one poll (the seat's poll lock is held meanwhile).
+pub(crate) struct Polled<'a>(std::sync::MutexGuard<'a, SeatPoll>);
+
+impl Polled<'_> {
+    /// The tokens of the events, the waker's left out.
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = Token> + '_ {
+        self.0.events.iter().map(|e| e.token()).filter(|&t| t != WAKER)
+    }
+}
+
+impl Seat {
+    /// A readiness set watching the listener `listener_fd`: whichever
+    /// worker is free accepts.
+    pub(crate) fn new(listener_fd: std::os::fd::RawFd) -> io::Result<Seat> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        registry.register(&mut SourceFd(&listener_fd), LISTENER, Interest::READABLE)?;
+        Ok(Seat { poll: Mutex::new(SeatPoll { poll, events: Events::with_capacity(256) }), registry, waker })
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Wakes the thread waiting for readiness here.
+    pub(crate) fn wake(&self) {
+        if let Err(e) = self.waker.wake() {
+            error!("waking a worker failed: {e}");
+        }
+    }
+
+    /// Waits up to `timeout` for readiness; the events stay readable
+    /// through the returned guard. Only the thread that set the seat's
+    /// `polled` flag calls this.
+    pub(crate) fn poll(&self, timeout: Option<Duration>) -> io::Result<Polled<'_>> {
+        let mut guard = self.poll.lock().unwrap_or_else(PoisonError::into_inner);
+        let SeatPoll { poll, events } = &mut *guard;
+        match poll.poll(events, timeout) {
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => Err(e),
+            _ => Ok(Polled(guard)),
+        }
+    }
+
+    /// Stops watching the listener (shutdown).
+    pub(crate) fn forget(&self, listener_fd: std::os::fd::RawFd) {
+        let _ = self.registry.deregister(&mut SourceFd(&listener_fd));
+    }
+}
+
+/// Per seat: its ready list and who watches it. Lives under the hub lock.
+pub(crate) struct SeatBoard {
+    /// Readable connections per seat, oldest first.
+    ready: Vec<VecDeque<Conn>>,
+    /// Connections in all ready lists.
+    queued: usize,
+    /// A thread is polling the seat (or about to).
+    polled: Vec<bool>,
+    /// A thread was asked to take the seat over and has not yet.
+    claimed: Vec<bool>,
+    /// Work taken from each seat: the monitor's sign of life.
+    progress: Vec<u64>,
+    /// Seats being polled by workers (not the monitor).
+    worker_pollers: usize,
+    /// Round-robin seat for the next connection.
+    next_seat: usize,
+}
+
+impl SeatBoard {
+    pub(crate) fn new(seats: usize) -> SeatBoard {
+        SeatBoard {
+            ready: (0..seats).map(|_| VecDeque::new()).collect(),
+            queued: 0,
+            polled: vec![false; seats],
+            claimed: vec![false; seats],
+            progress: vec![0; seats],
+            worker_pollers: 0,
+            next_seat: 0,
+        }
+    }
+
+    pub(crate) fn seats(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Connections waiting in ready lists.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued
+    }
+
+    pub(crate) fn has_ready(&self, seat: usize) -> bool {
+        !self.ready[seat].is_empty()
+    }
+
+    /// Queues `conn` at the back of `seat`'s ready list.
+    pub(crate) fn push_ready(&mut self, seat: usize, conn: Conn) {
+        self.ready[seat].push_back(conn);
+        self.queued += 1;
+    }
+
+    /// The oldest ready connection of `seat`.
+    pub(crate) fn pop_ready(&mut self, seat: usize) -> Option<Conn> {
+        let conn = self.ready[seat].pop_front()?;
+        self.queued -= 1;
+        self.progress[seat] += 1;
+        Some(conn)
+    }
+
+    /// A ready connection of any seat (one whose worker is busy).
+    pub(crate) fn steal(&mut self) -> Option<Conn> {
+        let seat = (0..self.ready.len()).find(|&s| !self.ready[s].is_empty())?;
+        self.pop_ready(seat)
+    }
+
+    pub(crate) fn is_polled(&self, seat: usize) -> bool {
+        self.polled[seat]
+    }
+
+    pub(crate) fn any_polled(&self) -> bool {
+        self.polled.iter().any(|&p| p)
+    }
+
+    /// A seat some worker waits at, other than those in `except`.
+    pub(crate) fn polled_seat_except(&self, except: &[usize]) -> Option<usize> {
+        (0..self.seats()).find(|&s| self.polled[s] && !except.contains(&s))
+    }
+
+    /// True when nobody polls the seat and nobody was asked to.
+    pub(crate) fn is_free(&self, seat: usize) -> bool {
+        !self.polled[seat] && !self.claimed[seat]
+    }
+
+    /// The caller will poll the seat (it was free, or claimed for it).
+    pub(crate) fn begin_poll(&mut self, seat: usize, by_worker: bool) {
+        debug_assert!(!self.polled[seat], "two threads polling one seat");
+        self.polled[seat] = true;
+        self.claimed[seat] = false;
+        self.worker_pollers += usize::from(by_worker);
+    }
+
+    /// The caller stopped polling the seat; a worker's poll is progress.
+    pub(crate) fn end_poll(&mut self, seat: usize, by_worker: bool) {
+        self.polled[seat] = false;
+        if by_worker {
+            self.worker_pollers -= 1;
+            self.progress[seat] += 1;
+        }
+    }
+
+    /// Records that a thread was asked to take the seat over.
+    pub(crate) fn claim(&mut self, seat: usize) {
+        self.claimed[seat] = true;
+    }
+
+    /// The thread asked to take the seat over could not be had, or has
+    /// arrived: it takes the seat's ready work or polls it, and a seat that
+    /// is left unpolled again (its new worker blocked in turn) may be
+    /// handed over again.
+    pub(crate) fn unclaim(&mut self, seat: usize) {
+        self.claimed[seat] = false;
+    }
+
+    /// Work taken from the seat so far.
+    pub(crate) fn progress(&self, seat: usize) -> u64 {
+        self.progress[seat]
+    }
+
+    /// Workers waiting for readiness at a seat.
+    pub(crate) fn worker_pollers(&self) -> usize {
+        self.worker_pollers
+    }
+
+    /// The seat a new connection is watched by: round-robin.
+    pub(crate) fn next_seat(&mut self) -> usize {
+        let seat = self.next_seat;
+        self.next_seat = (seat + 1) % self.seats();
+        seat
+    }
+}

@@ -1,0 +1,272 @@
+//! The slot table: every open connection has a slot, and is in exactly one
+//! place — parked in its slot, in a seat's ready list, or with a worker.
+
+use std::time::Instant;
+
+use mio::{Interest, Token};
+
+use crate::conn::ConnState;
+use crate::net::{Peer, Stream};
+
+/// An open connection, owned by exactly one of: its slot (parked), a ready
+/// list, a worker.
+pub(crate) struct Conn {
+    pub(crate) stream: Stream,
+    pub(crate) peer: Peer,
+    pub(crate) state: ConnState,
+    slot: u32,
+    /// The slot's generation when this connection took it: its readiness
+    /// token, so events and deadlines of an earlier occupant never match.
+    generation: u32,
+    /// The seat that watches this connection once it has parked.
+    pub(crate) seat: usize,
+    /// What the seat watches for, once the connection is registered there.
+    pub(crate) watching: Option<Interest>,
+    /// When the current park ends; `None`: never (a timeout of
+    /// `Duration::MAX`).
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Conn {
+    /// The worker took the socket off its seat (see
+    /// [`Transport::leave_seat`](crate::io::Transport::leave_seat)): the next
+    /// park registers it again.
+    pub(crate) fn left_seat(&mut self) {
+        self.watching = None;
+    }
+
+    /// Its readiness token.
+    pub(crate) fn token(&self) -> Token {
+        token(self.slot, self.generation)
+    }
+
+    pub(crate) fn slot(&self) -> u32 {
+        self.slot
+    }
+}
+
+/// The readiness token of a slot in one generation.
+pub(crate) fn token(slot: u32, generation: u32) -> Token {
+    Token((generation as usize) << 32 | slot as usize)
+}
+
+/// Splits a token into (slot, generation).
+pub(crate) fn untoken(token: Token) -> (u32, u32) {
+    ((token.0 & 0xffff_ffff) as u32, (token.0 >> 32) as u32)
+}
+
+enum Slot {
+    Free,
+    /// In a ready list or with a worker; `pending` when it became readable
+    /// since a worker took it.
+    Busy {
+        pending: bool,
+    },
+    Parked(Conn),
+}
+
+/// A deadline entry for the monitor's heap: (deadline, slot, generation).
+pub(crate) type Timer = (Instant, u32, u32);
+
+/// The slots, and the deadlines of the parked connections in them.
+pub(crate) struct Slots {
+    slots: Vec<Slot>,
+    /// The latest generation handed out per slot.
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    /// Per slot, the deadline of its live entry in the monitor's heap (one
+    /// per connection: a park adds one only when none is due earlier).
+    timer_at: Vec<Option<Instant>>,
+    /// Deadlines the monitor has not moved to its heap yet.
+    new_timers: Vec<Timer>,
+    /// Connections in `Slot::Parked`.
+    parked: usize,
+}
+
+impl Slots {
+    pub(crate) fn new() -> Slots {
+        Slots {
+            slots: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            timer_at: Vec::new(),
+            new_timers: Vec::with_capacity(256),
+            parked: 0,
+        }
+    }
+
+    /// Open connections.
+    pub(crate) fn open(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    pub(crate) fn parked(&self) -> usize {
+        self.parked
+    }
+
+    /// Gives a new connection a slot (busy: the caller holds it).
+    pub(crate) fn admit(&mut self, stream: Stream, peer: Peer, seat: usize, state: ConnState) -> Conn {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::Free);
+            self.generations.push(0);
+            self.timer_at.push(None);
+            (self.slots.len() - 1) as u32
+        });
+        let i = slot as usize;
+        let generation = self.generations[i].wrapping_add(1);
+        self.generations[i] = generation;
+        self.timer_at[i] = None;
+        self.slots[i] = Slot::Busy { pending: false };
+        Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None }
+    }
+
+    /// A readiness event: a parked connection is taken from its slot (to be
+    /// queued); one a worker holds is marked to be served again.
+    pub(crate) fn wake(&mut self, token: Token) -> Option<Conn> {
+        let (slot, generation) = untoken(token);
+        if self.generations.get(slot as usize) != Some(&generation) {
+            return None;
+        }
+        match &mut self.slots[slot as usize] {
+            Slot::Parked(_) => self.unpark(slot as usize),
+            Slot::Busy { pending } => {
+                *pending = true;
+                None
+            }
+            Slot::Free => None,
+        }
+    }
+
+    /// A worker takes the connection from a ready list: events until now
+    /// were for bytes it will read.
+    pub(crate) fn served(&mut self, conn: &Conn) {
+        self.slots[conn.slot as usize] = Slot::Busy { pending: false };
+    }
+
+    /// Parks `conn` in its slot, with a deadline entry for the monitor when
+    /// none is due earlier. Returns it instead when it became readable while
+    /// the worker held it: serve it again.
+    #[must_use]
+    pub(crate) fn park(&mut self, conn: Conn) -> Option<Conn> {
+        let i = conn.slot as usize;
+        if let Slot::Busy { pending: true } = self.slots[i] {
+            self.slots[i] = Slot::Busy { pending: false };
+            return Some(conn);
+        }
+        if let Some(deadline) = conn.deadline {
+            if self.timer_at[i].is_none_or(|at| deadline < at) {
+                self.timer_at[i] = Some(deadline);
+                self.new_timers.push((deadline, conn.slot, conn.generation));
+            }
+        }
+        self.slots[i] = Slot::Parked(conn);
+        self.parked += 1;
+        None
+    }
+
+    /// Frees the slot of a closed connection.
+    pub(crate) fn free(&mut self, slot: u32) {
+        self.slots[slot as usize] = Slot::Free;
+        self.free.push(slot);
+    }
+
+    /// Moves the deadlines added since the last call to `heap`.
+    pub(crate) fn drain_new_timers(&mut self, heap: &mut impl Extend<Timer>) {
+        heap.extend(self.new_timers.drain(..));
+    }
+
+    /// A heap entry came due. Returns the connection if its deadline has
+    /// passed; re-queues the entry (pushed to `later`) if the connection is
+    /// parked with a later deadline; drops it if the connection is busy
+    /// (its next park adds a new one) or gone.
+    pub(crate) fn timer_due(
+        &mut self,
+        (at, slot, generation): Timer,
+        now: Instant,
+        later: &mut Vec<Timer>,
+    ) -> Option<Conn> {
+        let i = slot as usize;
+        if !self.is_live_timer(at, slot, generation) {
+            return None;
+        }
+        match &self.slots[i] {
+            Slot::Parked(Conn { deadline: Some(deadline), .. }) if *deadline > now => {
+                self.timer_at[i] = Some(*deadline);
+                later.push((*deadline, slot, generation));
+                None
+            }
+            Slot::Parked(Conn { deadline: Some(_), .. }) => {
+                self.timer_at[i] = None;
+                self.unpark(i)
+            }
+            _ => {
+                self.timer_at[i] = None;
+                None
+            }
+        }
+    }
+
+    /// True when `(at, slot, generation)` is a slot's live heap entry (the
+    /// monitor drops the others when it compacts the heap).
+    pub(crate) fn is_live_timer(&self, at: Instant, slot: u32, generation: u32) -> bool {
+        let i = slot as usize;
+        self.generations.get(i) == Some(&generation) && self.timer_at[i] == Some(at)
+    }
+
+    /// Takes every parked connection (shutdown); their slots stay busy.
+    pub(crate) fn take_parked(&mut self) -> Vec<Conn> {
+        (0..self.slots.len()).filter_map(|i| self.unpark(i)).collect()
+    }
+
+    /// Takes the connection parked in slot `i`, if any; the slot stays busy.
+    fn unpark(&mut self, i: usize) -> Option<Conn> {
+        match std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) {
+            Slot::Parked(conn) => {
+                self.parked -= 1;
+                Some(conn)
+            }
+            other => {
+                self.slots[i] = other;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::tests::conn_pair;
+
+    #[test]
+    fn tokens_round_trip_and_never_collide_with_reserved_ones() {
+        for (slot, generation) in [(0, 0), (7, 1), (u32::MAX - 2, u32::MAX)] {
+            let t = token(slot, generation);
+            assert_eq!(untoken(t), (slot, generation));
+            assert_ne!(t, crate::shared::LISTENER);
+            assert_ne!(t, crate::shared::WAKER);
+        }
+    }
+
+    #[test]
+    fn an_event_while_a_worker_holds_the_connection_makes_its_park_fail() {
+        let mut slots = Slots::new();
+        let (stream, peer) = conn_pair();
+        let conn = slots.admit(stream, peer, 0, ConnState::default());
+        let token = conn.token();
+        assert!(slots.wake(token).is_none(), "held by the caller: marked, not taken");
+        let conn = slots.park(conn).expect("readable since: serve it again");
+        assert!(slots.park(conn).is_none());
+        assert_eq!(slots.parked(), 1);
+        let conn = slots.wake(token).expect("parked: the event takes it");
+        assert_eq!(slots.parked(), 0);
+        slots.free(conn.slot());
+        assert_eq!(slots.open(), 0);
+        // A stale token of the freed slot matches nothing in its next life.
+        let (stream, peer) = conn_pair();
+        let next = slots.admit(stream, peer, 0, ConnState::default());
+        assert!(slots.park(next).is_none());
+        assert!(slots.wake(token).is_none());
+        assert_eq!(slots.parked(), 1);
+    }
+}

@@ -1,0 +1,328 @@
+//! Each example's handler, through the test client: the requests its doc
+//! comment shows, and the answers it promises. (`static_files` has tests of
+//! its own; upgrades over a socket are in `tests/upgrade.rs`.)
+
+use std::time::Duration;
+
+use httpool::Version;
+use httpool::test::{TestRequest, TestServer};
+
+// Each example's `main` is the example's, not these tests'.
+#[allow(dead_code)]
+#[path = "../examples/echo.rs"]
+mod echo;
+#[allow(dead_code)]
+#[path = "../examples/hello.rs"]
+mod hello;
+#[allow(dead_code)]
+#[cfg(feature = "http")]
+#[path = "../examples/http_router.rs"]
+mod http_router;
+#[allow(dead_code)]
+#[cfg(feature = "json")]
+#[path = "../examples/json_api.rs"]
+mod json_api;
+#[allow(dead_code)]
+#[path = "../examples/routing.rs"]
+mod routing;
+#[allow(dead_code)]
+#[path = "../examples/shutdown.rs"]
+mod shutdown;
+#[allow(dead_code)]
+#[path = "../examples/sse.rs"]
+mod sse;
+#[allow(dead_code)]
+#[path = "../examples/testolope.rs"]
+mod testolope;
+#[allow(dead_code)]
+#[path = "../examples/upload.rs"]
+mod upload;
+#[allow(dead_code)]
+#[path = "../examples/websocket.rs"]
+mod websocket;
+
+#[test]
+fn hello_greets_at_the_root_only() {
+    let resp = TestRequest::get("/").send(&hello::hello);
+    assert_eq!((resp.status(), resp.text()), (200, "Hello, world!\n"));
+    assert_eq!(resp.header("content-type"), Some("text/plain; charset=utf-8"));
+    let resp = TestRequest::head("/").send(&hello::hello);
+    assert_eq!((resp.header("content-length"), resp.body()), (Some("14"), &b""[..]));
+    assert_eq!(TestRequest::get("/elsewhere").send(&hello::hello).status(), 404);
+}
+
+#[test]
+fn testolope_keeps_the_connection_or_closes_it() {
+    let resp = TestRequest::get("/testolope").send(&testolope::testolope);
+    assert_eq!((resp.text(), resp.header("content-type")), ("Testolope", Some("text/plain")));
+    assert!(resp.is_kept_alive());
+    let resp = TestRequest::get("/testolope-nokeepalive").send(&testolope::testolope);
+    assert_eq!(resp.text(), "Testolope");
+    assert!(!resp.is_kept_alive());
+    assert_eq!(TestRequest::get("/").send(&testolope::testolope).status(), 404);
+}
+
+#[test]
+fn echo_answers_with_the_body_however_it_is_framed() {
+    let resp = TestRequest::post("/").body("ping").send(&echo::echo);
+    assert_eq!((resp.status(), resp.body()), (200, &b"ping"[..]));
+    assert_eq!(resp.header("content-type"), Some("application/octet-stream"));
+    assert_eq!(TestRequest::put("/").body("chunks").chunked().send(&echo::echo).body(), b"chunks");
+    assert_eq!(TestRequest::get("/").send(&echo::echo).body(), b"");
+}
+
+#[test]
+fn echo_bodies_over_the_server_limit_get_413() {
+    let server = TestServer::new(echo::echo).max_body_bytes(8);
+    assert_eq!(server.send(TestRequest::post("/").body("123456789")).status(), 413);
+    assert_eq!(server.send(TestRequest::post("/").body("123456789").chunked()).status(), 413);
+    assert_eq!(server.send(TestRequest::post("/").body("12345678")).status(), 200);
+}
+
+#[test]
+fn shutdown_answers_while_it_runs() {
+    let resp = TestRequest::get("/anything").send(&shutdown::still_here);
+    assert_eq!((resp.status(), resp.text()), (200, "still here\n"));
+}
+
+fn routing() -> TestServer<impl httpool::Handler> {
+    let app = routing::App::new().expect("routes");
+    TestServer::new(move |req| app.handle(req))
+}
+
+#[test]
+fn routing_creates_reads_lists_and_deletes_users() {
+    let app = routing();
+    let created = app.send(TestRequest::post("/users").body("alice\n"));
+    assert_eq!((created.status(), created.text()), (201, "1\n"));
+    assert_eq!(created.header("location"), Some("/users/1"));
+    app.send(TestRequest::post("/users").body("bob"));
+    assert_eq!(app.send(TestRequest::get("/users")).text(), "1 alice\n2 bob\n");
+    assert_eq!(app.send(TestRequest::get("/users/1")).text(), "alice\n");
+    let head = app.send(TestRequest::head("/users/1"));
+    assert_eq!((head.status(), head.header("content-length"), head.body()), (200, Some("6"), &b""[..]));
+    assert_eq!(app.send(TestRequest::delete("/users/1")).status(), 204);
+    assert_eq!(app.send(TestRequest::get("/users/1")).status(), 404);
+    assert_eq!(app.send(TestRequest::delete("/users/1")).status(), 404);
+}
+
+#[test]
+fn routing_answers_404_405_and_bad_names() {
+    let app = routing();
+    let wrong = app.send(TestRequest::put("/users"));
+    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, HEAD, POST")));
+    let wrong = app.send(TestRequest::post("/users/1"));
+    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, HEAD, DELETE")));
+    assert_eq!(app.send(TestRequest::get("/nope")).status(), 404);
+    assert_eq!(app.send(TestRequest::get("/users/abc")).status(), 404);
+    let empty = app.send(TestRequest::post("/users").body("  "));
+    assert_eq!((empty.status(), empty.text()), (400, "the body must be a name\n"));
+    // `?` on the body read: its errors answer as httpool::Error::status says.
+    assert_eq!(app.send(TestRequest::post("/users").body(vec![b'a'; 1025])).status(), 413);
+    assert_eq!(app.send(TestRequest::post("/users").body(vec![0xff])).status(), 400);
+}
+
+#[cfg(feature = "json")]
+fn json_api() -> TestServer<impl httpool::Handler> {
+    let todos = std::sync::Mutex::new(json_api::Todos::default());
+    TestServer::new(move |req| json_api::api(&todos, req))
+}
+
+#[cfg(feature = "json")]
+fn post_json(body: &str) -> TestRequest {
+    TestRequest::post("/todos").header("Content-Type", "application/json; charset=utf-8").body(body)
+}
+
+#[cfg(feature = "json")]
+#[test]
+fn json_api_creates_and_lists_todos() {
+    let api = json_api();
+    let created = api.send(post_json(r#"{"title":"write docs"}"#));
+    assert_eq!(created.status(), 201);
+    assert_eq!(created.header("content-type"), Some("application/json"));
+    assert_eq!(created.header("location"), Some("/todos/1"));
+    assert_eq!(created.text(), r#"{"id":1,"title":"write docs","done":false}"#);
+    api.send(post_json(r#"{"title":"test","done":true}"#));
+    let list = api.send(TestRequest::get("/todos"));
+    assert_eq!(list.text(), r#"[{"id":1,"title":"write docs","done":false},{"id":2,"title":"test","done":true}]"#);
+}
+
+#[cfg(feature = "json")]
+#[test]
+fn json_api_answers_errors_as_json() {
+    let api = json_api();
+    let error = |resp: httpool::test::TestResponse| {
+        assert_eq!(resp.header("content-type"), Some("application/json"));
+        let value: serde_json::Value = serde_json::from_slice(resp.body()).expect("JSON");
+        (resp.status(), value["error"].as_str().unwrap_or_default().to_owned())
+    };
+    let (status, message) = error(api.send(TestRequest::post("/todos").body(r#"{"title":"x"}"#)));
+    assert_eq!((status, &*message), (415, "expected Content-Type: application/json"));
+    let (status, message) = error(api.send(post_json(r#"{"name":"x"}"#)));
+    assert_eq!(status, 400);
+    assert!(message.starts_with("invalid JSON body: unknown field `name`"), "{message}");
+    let too_big = format!(r#"{{"title":"{}"}}"#, "x".repeat(json_api::MAX_BODY));
+    assert_eq!(error(api.send(post_json(&too_big))), (413, "request body over the limit".into()));
+    let not_allowed = api.send(TestRequest::delete("/todos"));
+    assert_eq!(not_allowed.header("allow"), Some("GET, HEAD, POST"));
+    assert_eq!(error(not_allowed), (405, "use GET or POST".into()));
+    assert_eq!(error(api.send(TestRequest::get("/elsewhere"))), (404, "not found".into()));
+}
+
+/// A directory of its own for one upload test, removed when dropped.
+struct Uploads(std::path::PathBuf);
+
+impl Uploads {
+    fn new(test: &str) -> Uploads {
+        let dir = std::env::temp_dir().join(format!("httpool-examples-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Uploads(dir)
+    }
+
+    fn server(&self) -> TestServer<impl httpool::Handler> {
+        let dir = self.0.clone();
+        // As in the example's `main`: the handler decides up to its limit.
+        TestServer::new(move |req| upload::handler(&dir, req)).max_body_bytes(2 * upload::LIMIT)
+    }
+}
+
+impl Drop for Uploads {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn upload_stores_a_body_under_its_name() {
+    let uploads = Uploads::new("store");
+    let resp = uploads.server().send(TestRequest::put("/upload/notes.txt").body("some notes"));
+    assert_eq!((resp.status(), resp.text()), (201, "stored 10 bytes as notes.txt\n"));
+    assert_eq!(resp.header("location"), Some("/upload/notes.txt"));
+    assert_eq!(std::fs::read(uploads.0.join("notes.txt")).unwrap(), b"some notes");
+    // Nothing else was left behind (the partial file was renamed).
+    assert_eq!(std::fs::read_dir(&uploads.0).unwrap().count(), 1);
+}
+
+#[test]
+fn upload_sends_100_continue_only_when_it_reads_the_body() {
+    let uploads = Uploads::new("continue");
+    let server = uploads.server();
+    let resp = server.send(TestRequest::put("/upload/a.bin").header("Expect", "100-continue").body("abc"));
+    assert!(resp.raw().starts_with(b"HTTP/1.1 100 Continue\r\n\r\n"));
+    assert_eq!(resp.status(), 201);
+    let over = (upload::LIMIT + 1).to_string();
+    let resp = server
+        .send(TestRequest::put("/upload/big.bin").header("Expect", "100-continue").header("Content-Length", &over));
+    assert!(resp.raw().starts_with(b"HTTP/1.1 413 "), "{:?}", String::from_utf8_lossy(resp.raw()));
+    assert_eq!(resp.text(), format!("uploads are limited to {} bytes\n", upload::LIMIT));
+    assert!(!uploads.0.join("big.bin").exists());
+}
+
+#[test]
+fn upload_cuts_off_a_chunked_body_past_the_limit() {
+    let uploads = Uploads::new("chunked");
+    let body = vec![7u8; upload::LIMIT as usize + 1];
+    let resp = uploads.server().send(TestRequest::put("/upload/big.bin").body(body).chunked());
+    assert_eq!(resp.status(), 413);
+    assert_eq!(std::fs::read_dir(&uploads.0).unwrap().count(), 0, "the partial file is removed");
+}
+
+#[test]
+fn upload_refuses_bad_names_other_methods_and_paths() {
+    let uploads = Uploads::new("refuse");
+    let server = uploads.server();
+    assert_eq!(server.send(TestRequest::put("/upload/.hidden").body("x")).status(), 400);
+    assert_eq!(server.send(TestRequest::put("/upload/a%2Fb").body("x")).status(), 400);
+    let get = server.send(TestRequest::get("/upload/a.txt"));
+    assert_eq!((get.status(), get.header("allow")), (405, Some("PUT")));
+    assert_eq!(server.send(TestRequest::put("/elsewhere").body("x")).status(), 404);
+}
+
+#[test]
+fn sse_streams_ticks_then_done() {
+    let resp = TestRequest::get("/events?n=1").send(&sse::handler);
+    assert_eq!(resp.header("content-type"), Some("text/event-stream"));
+    assert_eq!(resp.header("cache-control"), Some("no-cache"));
+    assert_eq!(resp.header("transfer-encoding"), Some("chunked"));
+    let text = resp.text();
+    assert!(text.starts_with("retry: 5000\n\nid: 1\nevent: tick\ndata: {\"tick\":1,\"of\":1,\"unix\":"), "{text}");
+    assert!(text.ends_with("}\n\nevent: done\ndata: bye\n\n"), "{text}");
+    assert!(resp.is_kept_alive());
+}
+
+#[test]
+fn sse_sends_every_tick_asked_for() {
+    let resp = TestRequest::get("/").send(&|_| sse::events(3, Duration::ZERO));
+    let ticks: Vec<&str> = resp.text().lines().filter(|l| l.starts_with("id: ")).collect();
+    assert_eq!(ticks, ["id: 1", "id: 2", "id: 3"]);
+    // HTTP/1.0 has no chunked: the stream ends with the connection.
+    let resp = TestRequest::get("/").version(Version::Http10).send(&|_| sse::events(0, Duration::ZERO));
+    assert_eq!(resp.text(), "retry: 5000\n\nevent: done\ndata: bye\n\n");
+    assert!(!resp.is_kept_alive());
+}
+
+#[test]
+fn sse_reads_n_from_the_query_capped() {
+    let ticks = |target: &str| {
+        let resp = TestRequest::get(target)
+            .send(&|req: &mut httpool::Request| httpool::Response::text(sse::ticks(req).to_string()));
+        resp.text().parse::<u32>().unwrap()
+    };
+    assert_eq!(ticks("/events"), 5);
+    assert_eq!(ticks("/events?n=3"), 3);
+    assert_eq!(ticks("/events?a=1&n=7"), 7);
+    assert_eq!(ticks("/events?n=%37"), 7);
+    assert_eq!(ticks("/events?n=x"), 5);
+    assert_eq!(ticks("/events?n=1000"), sse::MAX_TICKS);
+}
+
+#[test]
+fn sse_serves_its_page_and_refuses_the_rest() {
+    let page = TestRequest::get("/").send(&sse::handler);
+    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(page.text().contains("new EventSource(\"/events?n=10\")"));
+    let post = TestRequest::post("/").send(&sse::handler);
+    assert_eq!((post.status(), post.header("allow")), (405, Some("GET, HEAD")));
+    let post = TestRequest::post("/events").send(&sse::handler);
+    assert_eq!((post.status(), post.header("allow")), (405, Some("GET")));
+    assert_eq!(TestRequest::get("/elsewhere").send(&sse::handler).status(), 404);
+}
+
+#[test]
+fn websocket_answers_plain_requests_without_upgrading() {
+    let resp = TestRequest::get("/echo").send(&websocket::handler);
+    assert_eq!((resp.status(), resp.header("upgrade")), (426, Some("websocket")));
+    assert!(resp.is_kept_alive());
+    let resp =
+        TestRequest::get("/echo").header("Upgrade", "h2c").header("Connection", "upgrade").send(&websocket::handler);
+    assert_eq!(resp.status(), 426);
+    assert_eq!(TestRequest::get("/elsewhere").send(&websocket::handler).status(), 404);
+}
+
+#[test]
+fn websocket_accepts_the_handshake() {
+    // The key and accept value of RFC 6455 §1.3. The upgraded connection
+    // closes at once here (no client speaks WebSocket on it); a real
+    // session is in tests/upgrade.rs.
+    let resp = TestRequest::get("/echo")
+        .header("Connection", "Upgrade")
+        .header("Upgrade", "websocket")
+        .header("Sec-WebSocket-Version", "13")
+        .header("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .send(&websocket::handler);
+    assert_eq!(resp.status(), 101);
+    assert_eq!(resp.header("upgrade"), Some("websocket"));
+    assert_eq!(resp.header("sec-websocket-accept"), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn http_router_routes_http_crate_handlers() {
+    let router = http_router::router().expect("routes");
+    let app = TestServer::new(move |req| http_router::dispatch(&router, req));
+    let user = app.send(TestRequest::get("/users/7"));
+    assert_eq!((user.status(), user.text()), (200, "{\"id\":\"7\"}\n"));
+    assert_eq!(user.header("content-type"), Some("application/json"));
+    assert_eq!(app.send(TestRequest::get("/health")).text(), "ok\n");
+    assert_eq!(app.send(TestRequest::get("/nope")).status(), 404);
+}

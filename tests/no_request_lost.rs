@@ -1,0 +1,256 @@
+//! Nothing a client sends is lost, and no parked connection dodges its
+//! deadline: pipelined bursts larger than a read buffer, empty lines sent to
+//! keep a connection open, timeouts of `Duration::MAX`, a close with input
+//! still unread, shutdown while a request is arriving. Raw sockets, exact
+//! bytes.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::{PATIENCE, closed, connect, get, read_reply, send};
+use httpool::{Request, Response, Server, ServerHandle, Stats};
+
+/// Each request of a burst is 64 bytes: `GET /NNNNN` padded by a header.
+fn burst(count: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..count {
+        let head = format!("GET /{i:05} HTTP/1.1\r\nHost: t\r\nX-Pad: ");
+        let pad = 64 - head.len() - 4;
+        out.extend_from_slice(head.as_bytes());
+        out.extend(std::iter::repeat_n(b'p', pad));
+        out.extend_from_slice(b"\r\n\r\n");
+    }
+    assert_eq!(out.len(), count * 64);
+    out
+}
+
+fn path_server() -> ServerHandle {
+    Server::bind("127.0.0.1:0").unwrap().spawn(|req: &mut Request| Response::text(req.path().to_string())).unwrap()
+}
+
+/// After one request, a single write of `count` pipelined requests: every
+/// one is answered, in order, on the same connection. (A read that fills
+/// the buffer and ends on a request boundary used to park the connection
+/// with the rest still in the kernel, where no readiness edge would ever
+/// report it: 320 of 640 were answered, then the idle timeout reset it.)
+fn a_pipelined_burst_after_a_first_request_is_answered_whole(count: usize) {
+    let server = path_server();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/first"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"/first");
+    let bytes = burst(count);
+    let writer = {
+        let mut stream = conn.get_ref().try_clone().unwrap();
+        std::thread::spawn(move || stream.write_all(&bytes))
+    };
+    for i in 0..count {
+        let reply = read_reply(&mut conn, false).unwrap_or_else(|e| panic!("answer {i} of {count}: {e}"));
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body, format!("/{i:05}").as_bytes(), "answer {i} of {count}");
+    }
+    writer.join().unwrap().unwrap();
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_burst_of_640_pipelined_requests_is_answered_whole() {
+    a_pipelined_burst_after_a_first_request_is_answered_whole(640);
+}
+
+#[test]
+fn a_burst_of_1000_pipelined_requests_is_answered_whole() {
+    a_pipelined_burst_after_a_first_request_is_answered_whole(1000);
+}
+
+#[test]
+fn a_burst_of_2000_pipelined_requests_is_answered_whole() {
+    a_pipelined_burst_after_a_first_request_is_answered_whole(2000);
+}
+
+/// How a connection ended for the client.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// A clean end of stream.
+    Closed,
+    /// An error: a reset, or the read timed out.
+    Failed(std::io::ErrorKind),
+}
+
+/// Reads until the server closes (or resets), at most `limit`; returns what
+/// arrived, how it ended and how long that took.
+fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, End, Duration) {
+    let started = Instant::now();
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return (got, End::Closed, started.elapsed()),
+            Err(e) => return (got, End::Failed(e.kind()), started.elapsed()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// A client sending an empty line every 300 ms (bytes that carry no
+/// request) does not keep its connection: with head and idle timeouts of
+/// 500 ms it is closed (or answered 408) within about that, not held open
+/// by each line restarting the clock. Both a new connection and one kept
+/// alive after a request.
+#[test]
+fn empty_lines_do_not_keep_a_connection_open_past_its_deadline() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .head_timeout(Duration::from_millis(500))
+        .idle_timeout(Duration::from_millis(500))
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    for kept_alive in [false, true] {
+        let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+        if kept_alive {
+            stream.write_all(&get("/")).unwrap();
+            let mut conn = std::io::BufReader::new(stream.try_clone().unwrap());
+            assert_eq!(read_reply(&mut conn, false).unwrap().status, 200);
+        } else {
+            // A new connection is accepted once it sends something.
+            stream.write_all(b"\r\n").unwrap();
+        }
+        let mut pinger = stream.try_clone().unwrap();
+        let pings = std::thread::spawn(move || {
+            // Pacing the client, not synchronising: it stops once the
+            // server has closed.
+            for _ in 0..20 {
+                std::thread::sleep(Duration::from_millis(300));
+                if pinger.write_all(b"\r\n").is_err() {
+                    return;
+                }
+            }
+        });
+        let (got, _, took) = read_until_closed(&mut stream, Duration::from_secs(5));
+        assert!(took < Duration::from_millis(2500), "still open after {took:?} (kept alive: {kept_alive})");
+        let text = String::from_utf8_lossy(&got);
+        assert!(
+            got.is_empty() || text.starts_with("HTTP/1.1 408") || (kept_alive && text.starts_with("HTTP/1.1 200")),
+            "{text}"
+        );
+        pings.join().unwrap();
+    }
+    assert!(server.shutdown());
+}
+
+/// Waits until `cond` holds for the server's stats, at most [`PATIENCE`].
+fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond(&server.stats()) {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", server.stats());
+        std::thread::yield_now();
+    }
+}
+
+/// `Duration::MAX` — "no limit" — for every timeout keeps the server
+/// serving: keep-alive requests that park in between, a head sent in two
+/// parts, a body read in two parts, and a graceful shutdown. (An unchecked
+/// `Instant + Duration` used to panic each worker at its first park.)
+#[test]
+fn every_timeout_of_duration_max_keeps_the_server_serving() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .idle_timeout(Duration::MAX)
+        .head_timeout(Duration::MAX)
+        .body_read_timeout(Duration::MAX)
+        .body_timeout(Duration::MAX)
+        .write_timeout(Duration::MAX)
+        .shutdown_grace(Duration::MAX)
+        .spawn(common::echo)
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    for i in 0..6 {
+        let body = format!("request {i}");
+        let head = format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", body.len());
+        send(&mut conn, head.as_bytes());
+        if i % 2 == 1 {
+            // The head alone parks (awaiting its small body).
+            wait_for(&server, "the connection to park", |s| s.parked == 1);
+        }
+        send(&mut conn, body.as_bytes());
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!((reply.status, reply.body), (200, body.into_bytes()));
+        wait_for(&server, "the connection to park between requests", |s| s.parked == 1);
+    }
+    // A chunked body, read by the handler in two parts.
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+    send(&mut conn, b"2\r\nde\r\n0\r\n\r\n");
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"abcde");
+    assert!(server.shutdown());
+    assert!(closed(&mut conn));
+}
+
+/// A request with `Connection: close`, and another sent behind it that the
+/// server has not read when it closes: the answer arrives whole and the
+/// connection ends cleanly, not with a reset that destroys the answer.
+#[test]
+fn a_close_with_input_unread_still_delivers_the_answer() {
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (std::sync::Mutex::new(entered_tx), std::sync::Mutex::new(release_rx));
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .spawn(move |_: &mut Request| {
+            entered_tx.lock().unwrap().send(()).unwrap();
+            let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            Response::text("answer")
+        })
+        .unwrap();
+    let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    entered_rx.recv_timeout(PATIENCE).unwrap();
+    // In the server's receive queue before the handler returns.
+    stream.write_all(&get("/behind")).unwrap();
+    release_tx.send(()).unwrap();
+    let (got, end, _) = read_until_closed(&mut stream, PATIENCE);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nanswer"), "{text}");
+    assert_eq!(end, End::Closed, "a clean end of stream, not a reset");
+    assert!(server.shutdown());
+}
+
+/// At shutdown, a connection whose head is in but whose small body is still
+/// arriving is answered once the body is whole (with `Connection: close`),
+/// not closed without an answer.
+#[test]
+fn shutdown_answers_a_request_whose_body_is_still_arriving() {
+    let server = Server::bind("127.0.0.1:0").unwrap().spawn(common::echo).unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+    wait_for(&server, "the request to park awaiting its body", |s| s.parked == 1);
+    server.signal().shutdown();
+    // The shutdown sweep has taken it from the lot before the rest arrives.
+    wait_for(&server, "the shutdown sweep", |s| s.parked == 0);
+    send(&mut conn, b"world");
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, &b"helloworld"[..]));
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(closed(&mut conn));
+    assert!(server.join());
+}
+
+/// The same for a head that is not whole yet.
+#[test]
+fn shutdown_answers_a_request_whose_head_is_still_arriving() {
+    let server = Server::bind("127.0.0.1:0").unwrap().spawn(common::echo).unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Le");
+    wait_for(&server, "the head to park", |s| s.parked == 1);
+    server.signal().shutdown();
+    wait_for(&server, "the shutdown sweep", |s| s.parked == 0);
+    send(&mut conn, b"ngth: 2\r\n\r\nok");
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, &b"ok"[..]));
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(server.join());
+}

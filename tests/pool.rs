@@ -1,0 +1,354 @@
+//! The elastic, bounded pool: threads are added while handlers block, never
+//! past `max_workers`; past it, requests wait (backpressure); extra threads
+//! retire when idle; shutdown joins them all; a thread that cannot be
+//! started leaves the server serving with the threads it has.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{PATIENCE, connect, get, read_reply, send};
+use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
+
+/// Waits until `cond` holds for the server's stats, at most [`PATIENCE`].
+fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) -> Stats {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let stats = server.stats();
+        if cond(&stats) {
+            return stats;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}: {stats:?}");
+        std::thread::yield_now();
+    }
+}
+
+/// A gate the `/block` handler waits at until it opens; counts who is in.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl Gate {
+    fn pass(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.0 += 1;
+        self.changed.notify_all();
+        let deadline = Instant::now() + PATIENCE;
+        while !state.1 && Instant::now() < deadline {
+            state = self.changed.wait_timeout(state, PATIENCE).unwrap().0;
+        }
+    }
+
+    fn inside(&self) -> usize {
+        self.state.lock().unwrap().0
+    }
+
+    fn wait_inside(&self, n: usize) {
+        let mut state = self.state.lock().unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while state.0 < n {
+            assert!(Instant::now() < deadline, "only {} handlers entered, waiting for {n}", state.0);
+            state = self.changed.wait_timeout(state, PATIENCE).unwrap().0;
+        }
+    }
+
+    fn open(&self) {
+        self.state.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+}
+
+fn gated(configure: impl FnOnce(Server) -> Server) -> (ServerHandle, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    let inner = gate.clone();
+    let server = configure(Server::bind("127.0.0.1:0").unwrap())
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                inner.pass();
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    (server, gate)
+}
+
+#[test]
+fn threads_are_added_while_handlers_block_and_never_past_the_bound() {
+    let (server, gate) = gated(|s| s.workers(1).max_workers(4));
+    let addr = server.local_addr();
+    let mut blocked = Vec::new();
+    for n in 1..=4 {
+        let mut conn = connect(addr);
+        send(&mut conn, &get("/block"));
+        gate.wait_inside(n);
+        blocked.push(conn);
+    }
+    let stats = server.stats();
+    assert_eq!(stats.threads, 4, "{stats:?}");
+    assert_eq!(stats.busy_threads, 4, "{stats:?}");
+    // Two more: no thread for them, and none is started past the bound.
+    for _ in 0..2 {
+        let mut conn = connect(addr);
+        send(&mut conn, &get("/block"));
+        blocked.push(conn);
+    }
+    wait_for(&server, "the two to wait for a thread", |s| s.queued == 2);
+    assert_eq!(server.stats().threads, 4);
+    assert_eq!(gate.inside(), 4);
+    gate.open();
+    for conn in &mut blocked {
+        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
+    }
+    assert!(server.stats().threads <= 4);
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_trivial_request_is_served_while_every_core_thread_blocks() {
+    let (server, gate) = gated(|s| s.workers(2).max_workers(8));
+    let addr = server.local_addr();
+    let mut blocked: Vec<_> = (0..2).map(|_| connect(addr)).collect();
+    for (n, conn) in blocked.iter_mut().enumerate() {
+        send(conn, &get("/block"));
+        gate.wait_inside(n + 1);
+    }
+    let mut other = connect(addr);
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
+    assert!(server.stats().threads_spawned > 2, "{:?}", server.stats());
+    gate.open();
+    for conn in &mut blocked {
+        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
+    }
+    assert!(server.shutdown());
+}
+
+#[test]
+fn with_every_thread_blocked_new_clients_get_backpressure_not_threads() {
+    let retry_after = Duration::from_secs(3);
+    let (server, gate) =
+        gated(|s| s.workers(1).max_workers(2).queue_depth(1).overload(Overload::Reject { retry_after }));
+    let addr = server.local_addr();
+    let mut blocked: Vec<_> = (0..2).map(|_| connect(addr)).collect();
+    for (n, conn) in blocked.iter_mut().enumerate() {
+        send(conn, &get("/block"));
+        gate.wait_inside(n + 1);
+    }
+    let mut queued = connect(addr);
+    send(&mut queued, &get("/"));
+    wait_for(&server, "one request queued", |s| s.queued == 1);
+    let mut refused = connect(addr);
+    send(&mut refused, &get("/"));
+    let reply = read_reply(&mut refused, false).unwrap();
+    assert_eq!((reply.status, reply.header("retry-after")), (503, Some("3")));
+    assert_eq!(server.stats().threads, 2);
+    gate.open();
+    assert_eq!(read_reply(&mut queued, false).unwrap().body, b"done");
+    for conn in &mut blocked {
+        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
+    }
+    assert!(server.shutdown());
+}
+
+#[test]
+fn extra_threads_retire_after_the_idle_timeout_and_the_core_stays() {
+    let (server, gate) = gated(|s| s.workers(1).max_workers(6).worker_idle_timeout(Duration::from_millis(100)));
+    let addr = server.local_addr();
+    let mut blocked: Vec<_> = (0..3).map(|_| connect(addr)).collect();
+    for (n, conn) in blocked.iter_mut().enumerate() {
+        send(conn, &get("/block"));
+        gate.wait_inside(n + 1);
+    }
+    let grown = server.stats().threads;
+    assert!(grown >= 3, "{:?}", server.stats());
+    gate.open();
+    for conn in &mut blocked {
+        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
+    }
+    let stats = wait_for(&server, "the extra threads to retire", |s| s.threads == 1);
+    assert_eq!(stats.threads_retired, stats.threads_spawned - 1, "{stats:?}");
+    // The one left serves on.
+    send(&mut blocked[0], &get("/"));
+    assert_eq!(read_reply(&mut blocked[0], false).unwrap().body, b"done");
+    assert!(server.shutdown());
+}
+
+/// Threads of this process whose name starts with `httpool`.
+#[cfg(target_os = "linux")]
+fn httpool_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("httpool"))
+        .count()
+}
+
+/// A child process runs the server with an address-space limit that leaves
+/// room for `fit` worker stacks: `HTTPOOL_POOL_CHILD` says which case.
+#[test]
+#[ignore = "run in a child process by the tests below"]
+fn pool_child() {
+    let Some(case) = std::env::var_os("HTTPOOL_POOL_CHILD") else { return };
+    const STACK: usize = 256 << 20;
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let vm_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap();
+    // Room for two worker stacks (and the monitor's), not three.
+    let limit = vm_kib * 1024 + 2 * STACK as u64 + (100 << 20);
+    rlimit::setrlimit(rlimit::Resource::AS, limit, limit).unwrap();
+    match case.to_str().unwrap() {
+        "start" => {
+            let before = httpool_threads();
+            let result = Server::bind("127.0.0.1:0")
+                .unwrap()
+                .workers(3)
+                .worker_stack_size(STACK)
+                .spawn(|_: &mut Request| Response::text("x"));
+            let err = result.expect_err("a third core thread cannot start");
+            println!("ERROR {err}");
+            // Every thread started before the failure was stopped and joined.
+            let deadline = Instant::now() + PATIENCE;
+            while httpool_threads() != before && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            println!("THREADS {}", httpool_threads() - before);
+        }
+        _ => {
+            let gate = Arc::new(Gate::default());
+            let inner = gate.clone();
+            let server = Server::bind("127.0.0.1:0")
+                .unwrap()
+                .workers(1)
+                .max_workers(16)
+                .worker_stack_size(STACK)
+                .spawn(move |req: &mut Request| {
+                    if req.path() == "/block" {
+                        inner.pass();
+                    }
+                    Response::text("done")
+                })
+                .unwrap();
+            println!("PORT {}", server.local_addr().port());
+            for line in std::io::stdin().lines() {
+                match line.unwrap().as_str() {
+                    "stats" => {
+                        let s = server.stats();
+                        println!("STATS {} {} {}", s.threads, gate.inside(), s.queued);
+                    }
+                    "open" => gate.open(),
+                    _ => break,
+                }
+            }
+            assert!(server.shutdown());
+        }
+    }
+}
+
+fn pool_child_process(case: &str) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    let mut process = Command::new(std::env::current_exe().unwrap())
+        .args(["pool_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("HTTPOOL_POOL_CHILD", case)
+        // One malloc arena: per-thread arenas reserve address space too.
+        .env("MALLOC_ARENA_MAX", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(process.stdout.take().unwrap());
+    (process, out)
+}
+
+/// The next line of the child's starting with `prefix`, without it.
+fn line(out: &mut BufReader<std::process::ChildStdout>, prefix: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "child exited");
+        if let Some(at) = line.find(prefix) {
+            return line[at + prefix.len()..].trim().to_string();
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_core_thread_that_cannot_start_fails_spawn_and_stops_those_that_did() {
+    let (mut process, mut out) = pool_child_process("start");
+    assert!(!line(&mut out, "ERROR ").is_empty());
+    assert_eq!(line(&mut out, "THREADS "), "0", "threads left running");
+    assert!(process.wait().unwrap().success());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_thread_that_cannot_be_added_leaves_the_server_serving_with_what_it_has() {
+    let (mut process, mut out) = pool_child_process("grow");
+    let port: u16 = line(&mut out, "PORT ").parse().unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stats = |process: &mut std::process::Child| {
+        writeln!(process.stdin.as_mut().unwrap(), "stats").unwrap();
+        let l = line(&mut out, "STATS ");
+        let n: Vec<usize> = l.split(' ').map(|x| x.parse().unwrap()).collect();
+        (n[0], n[1], n[2])
+    };
+    let mut clients: Vec<_> = (0..4).map(|_| connect(addr)).collect();
+    for client in &mut clients {
+        send(client, &get("/block"));
+    }
+    // Two threads fit: two handlers are in, the other two requests wait.
+    let deadline = Instant::now() + PATIENCE;
+    let (threads, inside, queued) = loop {
+        let s = stats(&mut process);
+        if s.1 == 2 && s.2 == 2 {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "threads, inside, queued: {s:?}");
+        std::thread::yield_now();
+    };
+    assert_eq!((threads, inside, queued), (2, 2, 2));
+    writeln!(process.stdin.as_mut().unwrap(), "open").unwrap();
+    for client in &mut clients {
+        assert_eq!(read_reply(client, false).unwrap().body, b"done");
+    }
+    writeln!(process.stdin.as_mut().unwrap(), "quit").unwrap();
+    assert!(process.wait().unwrap().success());
+}
+
+/// Once shutdown starts, the listener is closed: a new client is refused at
+/// once, even while a request in flight still holds the server open (it
+/// used to wait in the kernel's backlog until the process exited).
+#[test]
+fn shutdown_closes_the_listener_at_once_so_new_clients_are_refused() {
+    let (server, gate) = gated(|s| s.workers(1));
+    let addr = server.local_addr();
+    let mut blocked = connect(addr);
+    send(&mut blocked, &get("/block"));
+    gate.wait_inside(1);
+    server.signal().shutdown();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match std::net::TcpStream::connect(addr) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            Err(e) => panic!("connect failed otherwise: {e}"),
+            Ok(_) => assert!(Instant::now() < deadline, "still accepting connections during shutdown"),
+        }
+        std::thread::yield_now();
+    }
+    gate.open();
+    let reply = read_reply(&mut blocked, false).unwrap();
+    assert_eq!((reply.status, reply.header("connection")), (200, Some("close")));
+    assert!(server.join());
+}
