@@ -11,15 +11,17 @@
 #   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
 #
 # Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2),
-# ehttpd, may_minihttp, hyper, actix (benches/peers, its own workspace and
-# target dir). A peer that does not build is reported and skipped.
+# ehttpd, may_minihttp, hyper, actix, astra (benches/peers, its own workspace
+# and target dir). A peer that does not build is reported and skipped.
+# astra holds a pool thread per connection, 15 per CPU by default: past that
+# many connections the rest wait unserved (wrk counts them as timeouts).
 # Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, MODES, WARMUP), plus
 # SERVERS and BASE_PORT (19001). Only 127.0.0.1 is used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_LIB=1 source ci/wrk.sh
 
-SERVERS=${SERVERS:-httpool c ehttpd may_minihttp hyper actix}
+SERVERS=${SERVERS:-httpool c ehttpd may_minihttp hyper actix astra}
 BASE_PORT=${BASE_PORT:-19001}
 TARGET=${CARGO_TARGET_DIR:-target}
 PEERS=benches/peers
@@ -46,7 +48,7 @@ for s in $SERVERS; do
         cc -O2 -o "$TARGET/release/c_responder" benches/c_responder.c
         CMD[$s]="$TARGET/release/c_responder ${PORT[$s]}"
         ;;
-    ehttpd | may_minihttp | hyper | actix)
+    ehttpd | may_minihttp | hyper | actix | astra)
         pkg=peer-${s//_/-}
         if ! (cd "$PEERS" && cargo build --release -p "$pkg"); then
             echo "!! $s did not build; skipped" >&2

@@ -7,3 +7,7 @@ cargo clippy --all-targets --all-features -- -D warnings
 cargo test
 cargo test --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features
+# Model checks of the engine's core under the shuttle scheduler
+# (src/shared/model.rs): thousands of interleavings of park/wake, hand-over,
+# spawn and retire; a lost wake-up fails them as a deadlock.
+RUSTFLAGS="--cfg httpool_shuttle" CARGO_TARGET_DIR=target/shuttle cargo test --lib shared::model

@@ -7,9 +7,17 @@
 //! ```
 //!
 //! `GET /testolope` answers `Testolope` and keeps the connection;
-//! `GET /testolope-nokeepalive` answers the same and closes it.
+//! `GET /testolope-nokeepalive` answers the same and closes it;
+//! `GET /sleep` blocks its worker for 50 ms, then answers `Slept`
+//! (ci/mixed.sh loads it beside `/testolope`).
+
+use std::thread;
+use std::time::Duration;
 
 use httpool::{Request, Response, Server};
+
+/// How long `GET /sleep` blocks: a stand-in for a database call.
+const SLEEP: Duration = Duration::from_millis(50);
 
 /// The handler: also used by the socket tests.
 pub fn testolope(req: &mut Request) -> Response {
@@ -21,6 +29,17 @@ pub fn testolope(req: &mut Request) -> Response {
     }
 }
 
+/// The example's handler: `/sleep` blocks like a handler waiting on a
+/// database; every other path is `testolope`'s. Also used by the socket
+/// tests.
+pub fn blocking_or_testolope(req: &mut Request) -> Response {
+    if req.path() == "/sleep" {
+        thread::sleep(SLEEP);
+        return Response::text("Slept").with_content_type("text/plain");
+    }
+    testolope(req)
+}
+
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:9999".into());
@@ -30,5 +49,5 @@ fn main() -> std::io::Result<()> {
         server = server.workers(workers);
     }
     eprintln!("testolope listening on http://{}/testolope", server.local_addr()?);
-    server.serve(testolope)
+    server.serve(blocking_or_testolope)
 }

@@ -7,9 +7,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::date::{MONTHS, civil_from_days};
+use crate::encode::plan;
 use crate::handler::Handler;
+use crate::proto::ResponseFraming;
 use crate::request::Request;
-use crate::response::{Framing, Payload, Response, plan};
+use crate::response::{Payload, Response};
 
 /// The `log` target of access lines, to route them apart from the crate's
 /// other messages (e.g. `RUST_LOG=httpool::access=info` with env_logger).
@@ -103,8 +105,8 @@ fn sent(req: &Request<'_>, resp: &Response) -> (u16, Option<u64>) {
     }
     match plan(resp, req.version(), is_head) {
         Err(_) => crate_answer(500),
-        Ok(Framing::Length(n)) if n > 0 => (resp.status, Some(n)),
-        Ok(Framing::Chunked | Framing::CloseDelimited) => match &resp.body {
+        Ok(ResponseFraming::Length(n)) if n > 0 => (resp.status, Some(n)),
+        Ok(ResponseFraming::Chunked | ResponseFraming::CloseDelimited) => match &resp.body {
             Payload::Reader { len: Some(n), .. } => (resp.status, Some(*n)),
             _ => (resp.status, None),
         },

@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use crate::io::{Transport, read_wait, write_all_wait};
-use crate::parse::{BodyKind, is_tchar};
+use crate::proto::{BodyKind, is_tchar};
 
 /// Bound on the chunk-extension bytes of one body: extensions carry nothing
 /// we use, so a body may spend this much on them and no more.
@@ -225,7 +225,7 @@ impl ChunkedDecoder {
     }
 }
 
-enum Framing {
+enum Decoding {
     Length { left: u64 },
     Chunked(ChunkedDecoder),
 }
@@ -245,7 +245,7 @@ pub struct Body<'a> {
     buf: &'a mut [u8],
     pos: usize,
     end: usize,
-    framing: Framing,
+    framing: Decoding,
     received: u64,
     bounds: BodyBounds,
     /// When the whole body must have arrived; set by the first socket read.
@@ -285,9 +285,9 @@ impl<'a> Body<'a> {
         expect_continue: bool,
     ) -> Body<'a> {
         let framing = match kind {
-            BodyKind::Empty => Framing::Length { left: 0 },
-            BodyKind::Length(n) => Framing::Length { left: n },
-            BodyKind::Chunked => Framing::Chunked(ChunkedDecoder::new()),
+            BodyKind::Empty => Decoding::Length { left: 0 },
+            BodyKind::Length(n) => Decoding::Length { left: n },
+            BodyKind::Chunked => Decoding::Chunked(ChunkedDecoder::new()),
         };
         let send_continue = expect_continue && !matches!(kind, BodyKind::Empty);
         Body { io, buf, pos: 0, end, framing, received: 0, bounds, deadline: None, send_continue, error: None }
@@ -296,8 +296,8 @@ impl<'a> Body<'a> {
     /// True once the whole body has been read.
     pub fn is_complete(&self) -> bool {
         match &self.framing {
-            Framing::Length { left } => *left == 0,
-            Framing::Chunked(d) => d.is_done(),
+            Decoding::Length { left } => *left == 0,
+            Decoding::Chunked(d) => d.is_done(),
         }
     }
 
@@ -310,8 +310,8 @@ impl<'a> Body<'a> {
     /// chunked body.
     pub(crate) fn remaining_len(&self) -> Option<u64> {
         match &self.framing {
-            Framing::Length { left } => Some(*left),
-            Framing::Chunked(_) => None,
+            Decoding::Length { left } => Some(*left),
+            Decoding::Chunked(_) => None,
         }
     }
 
@@ -365,13 +365,13 @@ impl<'a> Body<'a> {
                 Err(e) => return Err(self.io_error(e)),
             }
         };
-        self.framing = Framing::Length { left: left - n as u64 };
+        self.framing = Decoding::Length { left: left - n as u64 };
         Ok(n)
     }
 
     fn read_chunked(&mut self, out: &mut [u8]) -> io::Result<usize> {
         loop {
-            let Framing::Chunked(decoder) = &mut self.framing else {
+            let Decoding::Chunked(decoder) = &mut self.framing else {
                 return Ok(0);
             };
             if decoder.is_done() {
@@ -467,8 +467,8 @@ impl Read for Body<'_> {
             self.send_continue()?;
         }
         let n = match self.framing {
-            Framing::Length { left } => self.read_length(out, left)?,
-            Framing::Chunked(_) => self.read_chunked(out)?,
+            Decoding::Length { left } => self.read_length(out, left)?,
+            Decoding::Chunked(_) => self.read_chunked(out)?,
         };
         self.received += n as u64;
         if self.received > self.bounds.limit {

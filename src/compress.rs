@@ -117,10 +117,8 @@ impl<H> Compress<H> {
     fn plan(&self, req: &Request<'_>, resp: &Response) -> Plan {
         let has_body = resp.status >= 200 && !matches!(resp.status, 204 | 206 | 304);
         let big_enough = match &resp.body {
-            Payload::Static(b) => b.len() >= self.min_bytes,
-            Payload::Owned(b) => b.len() >= self.min_bytes,
             Payload::Reader { len, .. } => len.is_none_or(|n| n >= self.min_bytes as u64),
-            Payload::File { .. } | Payload::Writer(_) => false,
+            body => body.in_memory().is_some_and(|b| b.len() >= self.min_bytes),
         };
         let eligible = has_body
             && big_enough
@@ -145,9 +143,10 @@ impl<H> Compress<H> {
             Payload::Reader { reader, .. } => {
                 Ok(Payload::Reader { reader: Box::new(GzReader::new(reader, level)), len: None })
             }
-            Payload::Static(b) => gzip(b, level).map(Payload::Owned).ok_or(Payload::Static(b)),
-            Payload::Owned(b) => gzip(&b, level).map(Payload::Owned).ok_or(Payload::Owned(b)),
-            other => Err(other),
+            body => match body.in_memory().and_then(|b| gzip(b, level)) {
+                Some(gzipped) => Ok(Payload::Owned(gzipped)),
+                None => Err(body),
+            },
         };
         match gzipped {
             Ok(body) => {

@@ -23,16 +23,16 @@ use std::time::{Duration, Instant};
 use crate::body::{Body, BodyError};
 use crate::config::Config;
 use crate::date::DateCache;
-use crate::encode::encode_error;
+use crate::encode::{encode_error, encode_head, error_response, plan};
 use crate::handler::Handler;
 use crate::io::{Ready, Transport, write_all_wait};
 use crate::net::Peer;
 use crate::outbox::{self, Policy, Sent};
-use crate::parse::{
-    BodyKind, ConnectionOption, Downgrade, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head,
-};
-use crate::request::{Request, Version};
-use crate::response::{Framing, Payload, Response, encode_head, plan};
+use crate::parse::{ConnectionOption, Downgrade, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head};
+use crate::proto::Version;
+use crate::proto::{BodyKind, ResponseFraming};
+use crate::request::Request;
+use crate::response::{Payload, Response};
 use crate::stats::Counters;
 use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
@@ -176,7 +176,7 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             Parsed::More => match read_more(conn, io, cx, &mut turn) {
                 Read::Got => continue,
                 Read::Dry => return park(conn, io, cx),
-                Read::Closed => return close(conn, io, cx, false),
+                Read::Closed => return end_of_input(conn, io, cx),
                 Read::Stop(next) => return next,
             },
             Parsed::Refused(e) => return refuse(conn, io, cx, e),
@@ -218,6 +218,20 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             }
         }
     }
+}
+
+/// The client closed its side (or the socket failed). An unfinished head
+/// it left is judged once more — a trickled head is not parsed at every
+/// byte — so a malformed one still gets its `400`, whatever the timing of
+/// its bytes; then the connection closes.
+fn end_of_input<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    if conn.has_unparsed() {
+        conn.reparse_now();
+        if let Parsed::Refused(e) = parse_buffered(conn, cx) {
+            return refuse(conn, io, cx, e);
+        }
+    }
+    close(conn, io, cx, false)
 }
 
 /// Goes on with what the connection's last turn left: an answer the client
@@ -572,7 +586,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
     cx.counters.requests(1);
     let resp = match body_error {
         Some(None) => return Then::Abort,
-        Some(Some(code)) => Response::error(code),
+        Some(Some(code)) => error_response(code),
         None => resp,
     };
     let (mut resp, framing) = checked(resp, &head, is_head, is_connect, cx.peer);
@@ -653,7 +667,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
 
 /// The response and its framing, or a `500` in its place when the handler's
 /// response cannot be sent as it is.
-fn checked(resp: Response, head: &Head, is_head: bool, is_connect: bool, peer: Peer) -> (Response, Framing) {
+fn checked(resp: Response, head: &Head, is_head: bool, is_connect: bool, peer: Peer) -> (Response, ResponseFraming) {
     let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
     let planned = match plan(&resp, head.version, is_head) {
         Ok(_) if upgrade_refused => Err("upgrade response to a request that did not ask for one"),
@@ -663,8 +677,8 @@ fn checked(resp: Response, head: &Head, is_head: bool, is_connect: bool, peer: P
         Ok(framing) => (resp, framing),
         Err(why) => {
             error!("{peer}: handler response refused ({why}); answering 500");
-            let resp = Response::error(500);
-            let framing = plan(&resp, head.version, is_head).unwrap_or(Framing::CloseDelimited);
+            let resp = error_response(500);
+            let framing = plan(&resp, head.version, is_head).unwrap_or(ResponseFraming::CloseDelimited);
             (resp, framing)
         }
     };
@@ -673,7 +687,7 @@ fn checked(resp: Response, head: &Head, is_head: bool, is_connect: bool, peer: P
     // and no body (RFC 9110 §9.3.6), and the connection closes rather than
     // read tunnelled bytes as requests.
     if is_connect && (200..300).contains(&resp.status) {
-        return (resp.with_close(), Framing::None { announce: None });
+        return (resp.with_close(), ResponseFraming::None { announce: None });
     }
     (resp, framing)
 }
@@ -722,7 +736,7 @@ fn call<H: Handler + ?Sized>(
                 .unwrap_or("<non-string panic>");
             error!("{peer}: handler panicked: {text}; answering 500");
             counters.panic();
-            Response::error(500)
+            error_response(500)
         }
     };
     (resp, seat.ticks().wrapping_sub(before) >= 2)
@@ -731,7 +745,7 @@ fn call<H: Handler + ?Sized>(
 /// RFC 9112 §9.3: persistence is the default for 1.1 and opt-in for 1.0;
 /// either side's `close` ends it, and so does a body we could not frame or
 /// finish reading.
-fn keep_alive(head: &Head, resp: &Response, framing: Framing, body_done: bool, closing: bool) -> bool {
+fn keep_alive(head: &Head, resp: &Response, framing: ResponseFraming, body_done: bool, closing: bool) -> bool {
     let requested = match (head.version, head.connection) {
         (_, ConnectionOption::Close) => false,
         (Version::Http11, _) | (Version::Http10, ConnectionOption::KeepAlive) => true,
@@ -741,7 +755,7 @@ fn keep_alive(head: &Head, resp: &Response, framing: Framing, body_done: bool, c
     // other protocol; when the handler declines it, they must not be read
     // as HTTP (RFC 9110 §7.8).
     let declined_upgrade = head.upgrade && resp.upgrade.is_none();
-    requested && !resp.close && framing != Framing::CloseDelimited && body_done && !closing && !declined_upgrade
+    requested && !resp.close && framing != ResponseFraming::CloseDelimited && body_done && !closing && !declined_upgrade
 }
 
 /// Writes or queues the body after its head: one in memory up to
@@ -754,15 +768,19 @@ fn write_body<T: Transport, H: ?Sized>(
     io: &mut T,
     cx: &mut Ctx<'_, H>,
     body: Payload,
-    framing: Framing,
+    framing: ResponseFraming,
     then: Then,
 ) -> io::Result<()> {
-    if let Framing::None { .. } = framing {
+    if let ResponseFraming::None { .. } = framing {
         return Ok(());
     }
     let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
     let (body, file) = match body {
         Payload::Static(b) => (Cow::Borrowed(b), None),
+        Payload::Inline { bytes, len } => {
+            out.extend_from_slice(&bytes[..usize::from(len)]);
+            return Ok(());
+        }
         Payload::Owned(b) => (Cow::Owned(b), None),
         Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
         Payload::Reader { reader, .. } => return copy_body(reader, BodyWriter::new(io, out, framing, timeout)),

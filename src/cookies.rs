@@ -49,7 +49,7 @@ fn split_cookies(header: &str) -> impl Iterator<Item = (&str, &str)> {
 mod set_cookie {
     use cookie::Cookie;
 
-    use crate::parse::is_token;
+    use crate::proto::is_token;
     use crate::response::Response;
 
     impl Response {

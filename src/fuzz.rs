@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::date::{DateCache, format_imf_fixdate};
+use crate::encode::{encode_in_memory, plan};
 use crate::io::Script;
 use crate::parse::parse_head;
+use crate::proto::Version;
 use crate::request::Request;
-use crate::request::Version;
-use crate::response::{Response, encode_in_memory, plan};
+use crate::response::Response;
 use crate::test::run_connection;
 
 /// Parses `data` as a request head with the default limits.

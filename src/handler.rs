@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn an_unannotated_closure_is_a_handler() {
-        let resp = TestRequest::get("/path").send(&|req| Response::text(req.path().to_owned()));
+        let resp = TestRequest::get("/path").send(&|req| Response::text(req.path()));
         assert_eq!(resp.text(), "/path");
         let resp = TestRequest::get("/").send(&|req| {
             let body = req.read_body(4)?;

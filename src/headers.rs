@@ -1,7 +1,8 @@
 //! Header lookups over a request head, and validation of the header names
 //! and values a handler sets on a response.
 
-use crate::parse::{HeaderSpan, is_token};
+use crate::parse::HeaderSpan;
+use crate::proto::is_token;
 
 /// The headers of a request: spans into the head bytes.
 #[derive(Clone, Copy)]

@@ -1,7 +1,8 @@
 //! Conversions to and from the `http` crate's types (feature `http`), so
 //! httpool handlers can use routers and middleware written against them.
 
-use crate::request::{Request, Version};
+use crate::proto::Version;
+use crate::request::Request;
 use crate::response::{Content, Response};
 
 impl Request<'_> {
@@ -42,7 +43,7 @@ impl<B: Into<Content>> From<http::Response<B>> for Response {
 
 #[cfg(test)]
 mod tests {
-    use crate::response::plan;
+    use crate::encode::plan;
 
     use super::*;
 

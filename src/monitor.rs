@@ -86,7 +86,6 @@ impl Monitor {
             if self.shared.take_accept_waiting() {
                 self.shared.accept(0);
             }
-            self.workers.join_exited();
             if last_busy.elapsed() < AWAKE_AFTER_BUSY {
                 std::thread::park_timeout(STALL_TICK);
             } else {
@@ -124,7 +123,8 @@ impl Monitor {
             self.shared.nudge(seat);
         }
         for seat in orphans.drain(..) {
-            self.shared.poll_seat(seat, Some(Duration::ZERO), false);
+            // What is left waits for the next look.
+            let _ = self.shared.poll_seat(seat, Some(Duration::ZERO), false);
         }
         (self.stuck, self.orphans, self.nudge) = (stuck, orphans, nudge);
         busy
@@ -135,7 +135,7 @@ impl Monitor {
     /// readiness. Returns whether any seat is busy or moved.
     fn find_stuck(&mut self) -> bool {
         let mut busy = false;
-        let mut hub = self.shared.lock();
+        let mut hub = self.shared.engine.lock();
         hub.slots.drain_new_timers(&mut ExtendHeap(&mut self.timers));
         for seat in 0..hub.board.seats() {
             let unwatched = !hub.board.is_polled(seat);
@@ -163,7 +163,7 @@ impl Monitor {
     /// takes the stuck seat's ready work, or the monitor polls the seat
     /// itself, so new connections are still accepted, queued or refused.
     fn poll_for_busy_workers(&self, seat: usize, orphans: &mut Vec<usize>, nudge: &mut Vec<usize>) {
-        let mut hub = self.shared.lock();
+        let mut hub = self.shared.engine.lock();
         if !hub.board.is_free(seat) {
             return;
         }
@@ -195,7 +195,7 @@ impl Monitor {
         let mut expired = Vec::new();
         let mut later = std::mem::take(&mut self.later);
         {
-            let mut hub = self.shared.lock();
+            let mut hub = self.shared.engine.lock();
             while let Some(&Reverse(entry)) = self.timers.peek() {
                 if entry.0 > now {
                     break;

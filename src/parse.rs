@@ -8,7 +8,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::request::Version;
+use crate::proto::{BodyKind, Version, is_token, parse_decimal, tokens, trim};
 
 /// Work done on this thread, for tests that bound it.
 #[cfg(test)]
@@ -49,14 +49,6 @@ pub(crate) struct Limits {
 pub(crate) struct HeaderSpan {
     pub(crate) name: (u32, u32),
     pub(crate) value: (u32, u32),
-}
-
-/// How the request body is delimited (RFC 9112 §6.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BodyKind {
-    Empty,
-    Length(u64),
-    Chunked,
 }
 
 /// What the request's `Connection` header asked for.
@@ -200,7 +192,7 @@ fn finish_head(
         return Err(ParseError::Malformed("invalid request target"));
     }
     spans.clear();
-    let mut framing = Framing::default();
+    let mut framing = FramingHeaders::default();
     for h in headers {
         framing.add(h.name, h.value, version)?;
         spans.push(HeaderSpan { name: span(buf, h.name.as_bytes()), value: span(buf, h.value) });
@@ -354,7 +346,7 @@ fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
 fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), ParseError> {
     // `HTTP/1.0`, or an `RTSP/1.0` or `ICE/1.0` line read as one.
     let version = if request_line.ends_with(b"/1.0\r") { Version::Http10 } else { Version::Http11 };
-    let mut framing = Framing::default();
+    let mut framing = FramingHeaders::default();
     let mut lines = fields.split(|&b| b == b'\n');
     let _unfinished = lines.next_back();
     for line in lines {
@@ -404,7 +396,7 @@ fn span(buf: &[u8], part: &[u8]) -> (u32, u32) {
 
 /// The framing-relevant headers seen so far.
 #[derive(Default)]
-struct Framing {
+struct FramingHeaders {
     content_length: Option<u64>,
     transfer_encoding: Option<Codings>,
     hosts: u32,
@@ -425,7 +417,7 @@ struct Codings {
     unknown: bool,
 }
 
-impl Framing {
+impl FramingHeaders {
     fn add(&mut self, name: &str, value: &[u8], version: Version) -> Result<(), ParseError> {
         if name.eq_ignore_ascii_case("content-length") {
             self.add_content_length(value)
@@ -590,42 +582,6 @@ pub(crate) fn is_known_method(method: &str) -> bool {
 /// RFC 9112 §7.2), which the handler sees in `Transfer-Encoding` and decodes.
 fn is_known_coding(coding: &[u8]) -> bool {
     ["gzip", "x-gzip", "deflate", "compress", "x-compress"].iter().any(|k| coding.eq_ignore_ascii_case(k.as_bytes()))
-}
-
-/// `1*DIGIT` without sign, whitespace or overflow.
-pub(crate) fn parse_decimal(value: &[u8]) -> Option<u64> {
-    if value.is_empty() {
-        return None;
-    }
-    value.iter().try_fold(0u64, |acc, &b| {
-        let digit = b.checked_sub(b'0').filter(|d| *d <= 9)?;
-        acc.checked_mul(10)?.checked_add(u64::from(digit))
-    })
-}
-
-/// The elements of a comma-separated list (RFC 9110 §5.6.1), trimmed of
-/// optional whitespace, empty elements skipped.
-pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
-    value.split(|&b| b == b',').map(trim).filter(|t| !t.is_empty())
-}
-
-fn trim(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// RFC 9110 §5.6.2 `tchar`.
-pub(crate) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-pub(crate) fn is_token(s: &[u8]) -> bool {
-    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
 }
 
 /// `Host = uri-host [ ":" port ]`: no whitespace, no userinfo, no path.

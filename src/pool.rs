@@ -26,8 +26,8 @@ pub(crate) trait Workers: Send + Sync {
     /// goes on with the threads it has.
     fn spawn_for(&self, seat: usize);
 
-    /// Joins every thread that has exited (all of them, after shutdown).
-    fn join_exited(&self);
+    /// Joins every thread (after shutdown, once all have left their loop).
+    fn join_all(&self);
 }
 
 /// The threads of one server, and the handler they run.
@@ -61,7 +61,7 @@ impl<H: Handler> Pool<H> {
                 break;
             }
             if let Err(e) = pool.start_thread(seat) {
-                shared.spawn_failed(Some(seat));
+                shared.spawn_failed(seat);
                 return (pool, Err(e));
             }
         }
@@ -80,9 +80,9 @@ impl<H: Handler> Pool<H> {
             .stack_size(self.shared.config.worker_stack_size)
             .spawn(move || work(&pool, seat, waiter))?;
         let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
-        // Threads that retired are joined as new ones start, so the list
-        // stays as long as the pool.
-        reap(&mut handles);
+        // The handles of threads that retired are let go as new ones start,
+        // so the list stays as long as the pool.
+        forget_finished(&mut handles);
         handles.push(handle);
         Ok(())
     }
@@ -92,25 +92,25 @@ impl<H: Handler> Workers for Pool<H> {
     fn spawn_for(&self, seat: usize) {
         if let Err(e) = self.start_thread(seat) {
             warn!("starting a worker thread failed: {e}; going on with the threads there are");
-            self.shared.spawn_failed(Some(seat));
+            self.shared.spawn_failed(seat);
         }
     }
 
-    fn join_exited(&self) {
-        reap(&mut self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+    fn join_all(&self) {
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+        for handle in handles {
+            let _ = handle.join();
+        }
     }
 }
 
-/// Joins the threads among `handles` that have exited.
-fn reap(handles: &mut Vec<JoinHandle<()>>) {
-    let mut i = 0;
-    while i < handles.len() {
-        if handles[i].is_finished() {
-            let _ = handles.swap_remove(i).join();
-        } else {
-            i += 1;
-        }
-    }
+/// Lets go of the handles of threads that retired. Not joined: a thread is
+/// finished once its closure returns (the pool and handler it held are
+/// dropped by then), but joining also waits for its thread-local
+/// destructors — a handler's database connection closing, say — and the
+/// thread starting another must not wait for that.
+fn forget_finished(handles: &mut Vec<JoinHandle<()>>) {
+    handles.retain(|handle| !handle.is_finished());
 }
 
 /// A worker's place: its seat, which it lets go before a handler expected

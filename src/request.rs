@@ -4,6 +4,7 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 
 use crate::net::Peer;
+use crate::proto::Version;
 
 use crate::body::{Body, BodyError};
 use crate::error::{Error, ErrorKind};
@@ -12,26 +13,6 @@ use crate::parse::{Head, HeaderSpan};
 
 /// Most bytes `read_body` reserves ahead on a `Content-Length`'s word.
 const PREALLOCATE_MAX: u64 = 1 << 20;
-
-/// The protocol version of a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Version {
-    /// `HTTP/1.0`: the connection closes after the response unless the
-    /// request says `Connection: keep-alive`.
-    Http10,
-    /// `HTTP/1.1`: persistent unless either side says `Connection: close`.
-    Http11,
-}
-
-impl Version {
-    /// The version as it appears on the wire, e.g. `"HTTP/1.1"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Version::Http10 => "HTTP/1.0",
-            Version::Http11 => "HTTP/1.1",
-        }
-    }
-}
 
 /// Where the query starts. A byte search, not `split_once('?')`: core's
 /// char searcher is inlined on the hot path only while few callers in the

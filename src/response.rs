@@ -5,28 +5,32 @@ use std::fmt;
 use std::io::Read;
 
 use crate::headers::{is_sensitive, is_valid_name, is_valid_value};
-use crate::parse::{parse_decimal, tokens};
-use crate::request::Version;
-use crate::status::{forbids_body, reason};
+use crate::proto::{parse_decimal, tokens};
 use crate::stream::BodyWriter;
 use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// A response body.
 ///
-/// Built with `From` from `&'static str`, `&'static [u8]` (sent from where
-/// they are, never copied into a buffer of their own), `String` and
-/// `Vec<u8>` (moved in); a reader with [`Response::reader`], a file with
+/// Built with `From` from text and bytes: `&str` and `&[u8]` of any
+/// lifetime are copied (short ones into the response itself, with no
+/// allocation — `Response::text("Hello")` allocates nothing), `String` and
+/// `Vec<u8>` are moved in; [`Content::from_static`] sends a `&'static`
+/// slice from where it is, never copied (large embedded files, e.g. from
+/// `include_bytes!`). A reader with [`Response::reader`], a file with
 /// [`Response::file`], a stream with [`Response::stream`].
-///
-/// Text borrowed for less than `'static` (from the request, say) is copied
-/// by the caller: `Response::text(req.path().to_owned())`. A `From<&'a
-/// str>` that copies could not stand beside the `&'static str` one that
-/// does not (Rust's impls cannot tell lifetimes apart), and copying every
-/// `&str` would copy literals and `include_str!` files on every request.
 pub struct Content(pub(crate) Payload);
+
+/// Bodies up to this many bytes given as `&str` or `&[u8]` are copied into
+/// the response itself (the same room as its largest other kind of body).
+const INLINE_BYTES: usize = 30;
 
 pub(crate) enum Payload {
     Static(&'static [u8]),
+    /// A short body, copied in: `len` bytes of `bytes`.
+    Inline {
+        bytes: [u8; INLINE_BYTES],
+        len: u8,
+    },
     Owned(Vec<u8>),
     Reader {
         reader: Box<dyn Read + Send>,
@@ -43,33 +47,78 @@ pub(crate) enum Payload {
 /// A closure that writes a streamed body.
 pub(crate) type StreamFn = Box<dyn FnOnce(&mut BodyWriter<'_>) -> std::io::Result<()> + Send>;
 
+impl Payload {
+    /// The body when it is in memory.
+    pub(crate) fn in_memory(&self) -> Option<&[u8]> {
+        match self {
+            Payload::Static(b) => Some(b),
+            Payload::Inline { bytes, len } => Some(&bytes[..usize::from(*len)]),
+            Payload::Owned(b) => Some(b),
+            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
+        }
+    }
+
+    /// A copy of `b`: in place when it is short.
+    fn copied(b: &[u8]) -> Payload {
+        if b.len() > INLINE_BYTES {
+            return Payload::Owned(b.to_vec());
+        }
+        let mut bytes = [0; INLINE_BYTES];
+        bytes[..b.len()].copy_from_slice(b);
+        // At most INLINE_BYTES, which fits a u8.
+        Payload::Inline { bytes, len: b.len() as u8 }
+    }
+}
+
+impl Content {
+    /// A body sent from where it is, never copied: for large bodies that
+    /// live as long as the program (an `include_bytes!` or `include_str!`
+    /// file), which `From<&[u8]>` would copy at every response.
+    ///
+    /// ```
+    /// use httpool::{Content, Response};
+    ///
+    /// static PAGE: &str = "<!doctype html><title>a page embedded in the binary</title>";
+    /// let resp = Response::text(Content::from_static(PAGE.as_bytes())).with_content_type("text/html");
+    /// # let _ = resp;
+    /// ```
+    pub fn from_static(body: &'static [u8]) -> Content {
+        Content(Payload::Static(body))
+    }
+}
+
 impl fmt::Debug for Content {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Payload::Static(b) => write!(f, "Content({} bytes)", b.len()),
-            Payload::Owned(b) => write!(f, "Content({} bytes)", b.len()),
             Payload::Reader { len, .. } => write!(f, "Content(reader, length {len:?})"),
             Payload::Writer(_) => f.write_str("Content(writer)"),
             Payload::File { len, .. } => write!(f, "Content(file, {len} bytes)"),
+            other => write!(f, "Content({} bytes)", other.in_memory().map_or(0, <[u8]>::len)),
         }
     }
 }
 
-impl From<&'static str> for Content {
-    fn from(s: &'static str) -> Content {
-        Content(Payload::Static(s.as_bytes()))
+impl From<&str> for Content {
+    fn from(s: &str) -> Content {
+        Content(Payload::copied(s.as_bytes()))
     }
 }
 
-impl From<&'static [u8]> for Content {
-    fn from(b: &'static [u8]) -> Content {
-        Content(Payload::Static(b))
+impl From<&String> for Content {
+    fn from(s: &String) -> Content {
+        Content(Payload::copied(s.as_bytes()))
     }
 }
 
-impl<const N: usize> From<&'static [u8; N]> for Content {
-    fn from(b: &'static [u8; N]) -> Content {
-        Content(Payload::Static(b))
+impl From<&[u8]> for Content {
+    fn from(b: &[u8]) -> Content {
+        Content(Payload::copied(b))
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Content {
+    fn from(b: &[u8; N]) -> Content {
+        Content(Payload::copied(b))
     }
 }
 
@@ -82,6 +131,15 @@ impl From<String> for Content {
 impl From<Vec<u8>> for Content {
     fn from(b: Vec<u8>) -> Content {
         Content(Payload::Owned(b))
+    }
+}
+
+impl From<Cow<'_, str>> for Content {
+    fn from(s: Cow<'_, str>) -> Content {
+        match s {
+            Cow::Borrowed(s) => s.into(),
+            Cow::Owned(s) => s.into(),
+        }
     }
 }
 
@@ -329,11 +387,7 @@ impl Response {
     /// assert_eq!(Response::reader(std::io::empty(), None).body_bytes(), None);
     /// ```
     pub fn body_bytes(&self) -> Option<&[u8]> {
-        match &self.body {
-            Payload::Static(b) => Some(b),
-            Payload::Owned(b) => Some(b),
-            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
-        }
+        self.body.in_memory()
     }
 
     /// The first value of the header `name` (case-insensitive) set on this
@@ -343,12 +397,6 @@ impl Response {
             return self.content_type.as_deref();
         }
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| &**v)
-    }
-
-    /// The status line and a short text body for an error the crate answers
-    /// itself; always closes.
-    pub(crate) fn error(code: u16) -> Response {
-        Response::status(code).with_content_type("text/plain; charset=utf-8").with_body(reason(code)).with_close()
     }
 }
 
@@ -365,144 +413,4 @@ impl fmt::Debug for Response {
     }
 }
 
-/// How the body of a response is delimited on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Framing {
-    /// No body bytes follow (HEAD, 1xx, 204, 304); `Content-Length` may still
-    /// be announced.
-    None {
-        announce: Option<u64>,
-    },
-    Length(u64),
-    Chunked,
-    /// The end of the body is the end of the connection (HTTP/1.0 streams).
-    CloseDelimited,
-}
-
-/// Chooses the framing of `resp` for a request of `version` (RFC 9112 §6.3).
-/// `Err` when the handler's headers contradict the body.
-pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<Framing, &'static str> {
-    if let Some(why) = resp.invalid {
-        return Err(why);
-    }
-    if (resp.status == 101) != resp.upgrade.is_some() {
-        return Err("101 needs Response::upgrade, and an upgrade needs 101");
-    }
-    if resp.status < 200 && resp.status != 101 {
-        // An interim answer is not an answer: the client would take the
-        // next final response for this request's.
-        return Err("a 1xx status other than 101 is not a final response");
-    }
-    let known = match &resp.body {
-        Payload::Static(b) => Some(b.len() as u64),
-        Payload::Owned(b) => Some(b.len() as u64),
-        Payload::Reader { len, .. } => *len,
-        Payload::Writer(_) => None,
-        Payload::File { len, .. } => Some(*len),
-    };
-    let len = match (known, resp.declared_length) {
-        (Some(k), Some(d)) if k != d && !(is_head && k == 0) => {
-            return Err("Content-Length contradicts the body");
-        }
-        (k, d) => d.or(k),
-    };
-    Ok(match (resp.status, len) {
-        (code, _) if code < 200 || code == 204 => Framing::None { announce: None },
-        (304, len) => Framing::None { announce: resp.declared_length.or(len.filter(|&n| n > 0)) },
-        (_, len) if is_head => Framing::None { announce: len },
-        (_, Some(n)) => Framing::Length(n),
-        (_, None) if version == Version::Http11 => Framing::Chunked,
-        (_, None) => Framing::CloseDelimited,
-    })
-}
-
-/// Appends a whole answer the crate makes itself ([`Response::error`], with
-/// any extra headers): head, `Connection: close` and its short body (none
-/// for a HEAD request).
-pub(crate) fn encode_closing(resp: &Response, is_head: bool, date: &[u8], out: &mut Vec<u8>) {
-    let framing = plan(resp, Version::Http11, is_head).unwrap_or(Framing::None { announce: None });
-    encode_in_memory(resp, framing, false, date, out);
-}
-
-/// Appends the head of `resp` as the answer to an HTTP/1.1 request and, when
-/// `framing` sends one, its body if that is in memory (a reader, stream or
-/// file body is the caller's to send).
-pub(crate) fn encode_in_memory(resp: &Response, framing: Framing, keep_alive: bool, date: &[u8], out: &mut Vec<u8>) {
-    encode_head(resp, framing, keep_alive, Version::Http11, date, out);
-    if let Framing::Length(_) = framing {
-        match &resp.body {
-            Payload::Static(body) => out.extend_from_slice(body),
-            Payload::Owned(body) => out.extend_from_slice(body),
-            _ => {}
-        }
-    }
-}
-
-/// Appends the status line and headers of `resp` to `out`.
-pub(crate) fn encode_head(
-    resp: &Response,
-    framing: Framing,
-    keep_alive: bool,
-    version: Version,
-    date: &[u8],
-    out: &mut Vec<u8>,
-) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    push_u64(out, u64::from(resp.status));
-    out.push(b' ');
-    out.extend_from_slice(reason(resp.status).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    if !resp.has_date {
-        push_header(out, b"Date", date);
-    }
-    if let Some(ct) = &resp.content_type {
-        if !forbids_body(resp.status) {
-            push_header(out, b"Content-Type", ct.as_bytes());
-        }
-    }
-    for (name, value) in &resp.headers {
-        push_header(out, name.as_bytes(), value.as_bytes());
-    }
-    match framing {
-        Framing::Length(n) | Framing::None { announce: Some(n) } => {
-            out.extend_from_slice(b"Content-Length: ");
-            push_u64(out, n);
-            out.extend_from_slice(b"\r\n");
-        }
-        Framing::Chunked => push_header(out, b"Transfer-Encoding", b"chunked"),
-        Framing::None { announce: None } | Framing::CloseDelimited => {}
-    }
-    match (keep_alive, version) {
-        _ if resp.upgrade.is_some() => push_header(out, b"Connection", b"upgrade"),
-        (false, _) => push_header(out, b"Connection", b"close"),
-        (true, Version::Http10) => push_header(out, b"Connection", b"keep-alive"),
-        (true, Version::Http11) => {}
-    }
-    out.extend_from_slice(b"\r\n");
-}
-
-fn push_header(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends `n` in decimal.
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 pub(crate) mod build;
-#[cfg(test)]
-mod tests;

@@ -160,7 +160,7 @@ impl Server {
     /// one closes. Default:
     /// [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS).
     pub fn max_connections(mut self, n: usize) -> Server {
-        self.config.max_connections = n.clamp(1, u32::MAX as usize / 2);
+        self.config.max_connections = n.clamp(1, crate::shared::slots::MAX_SLOTS);
         self
     }
 
@@ -443,9 +443,10 @@ impl ServerHandle {
         let deadline = Instant::now().checked_add(self.shared.config.shutdown_grace);
         let all = self.shared.wait_for_workers(deadline);
         if all {
-            self.workers.join_exited();
+            // Every worker has left its loop: the joins are prompt.
+            self.workers.join_all();
         } else {
-            let left = self.shared.stats_threads();
+            let left = self.shared.live_threads();
             warn!("{left} workers still busy after the shutdown grace period");
         }
         all

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::time::Duration;
 
 use crate::io::{Transport, write_all_wait};
-use crate::response::Framing;
+use crate::proto::ResponseFraming;
 
 /// Bytes queued before they are written out.
 const FLUSH_AT: usize = 64 * 1024;
@@ -32,12 +32,17 @@ pub struct BodyWriter<'a> {
 }
 
 impl<'a> BodyWriter<'a> {
-    pub(crate) fn new(io: &'a mut dyn Transport, out: &'a mut Vec<u8>, framing: Framing, timeout: Duration) -> Self {
+    pub(crate) fn new(
+        io: &'a mut dyn Transport,
+        out: &'a mut Vec<u8>,
+        framing: ResponseFraming,
+        timeout: Duration,
+    ) -> Self {
         let left = match framing {
-            Framing::Length(n) => Some(n),
+            ResponseFraming::Length(n) => Some(n),
             _ => None,
         };
-        BodyWriter { io, out, chunked: framing == Framing::Chunked, left, timeout }
+        BodyWriter { io, out, chunked: framing == ResponseFraming::Chunked, left, timeout }
     }
 
     /// Ends the body: the last chunk for `chunked`; for a declared length,
@@ -155,7 +160,7 @@ mod tests {
     use super::*;
     use crate::io::Script;
 
-    fn copy(body: &'static [u8], framing: Framing) -> io::Result<Vec<u8>> {
+    fn copy(body: &'static [u8], framing: ResponseFraming) -> io::Result<Vec<u8>> {
         let mut io = Script::default();
         let mut out = Vec::new();
         let writer = BodyWriter::new(&mut io, &mut out, framing, Duration::from_secs(1));
@@ -166,14 +171,14 @@ mod tests {
 
     #[test]
     fn chunked_frames_each_read_and_ends_with_a_zero_chunk() {
-        assert_eq!(copy(b"hello", Framing::Chunked).unwrap(), b"5\r\nhello\r\n0\r\n\r\n");
-        assert_eq!(copy(b"", Framing::Chunked).unwrap(), b"0\r\n\r\n");
+        assert_eq!(copy(b"hello", ResponseFraming::Chunked).unwrap(), b"5\r\nhello\r\n0\r\n\r\n");
+        assert_eq!(copy(b"", ResponseFraming::Chunked).unwrap(), b"0\r\n\r\n");
     }
 
     #[test]
     fn long_chunks_use_hex_sizes() {
         static BIG: [u8; 20_000] = [b'x'; 20_000];
-        let wire = copy(&BIG, Framing::Chunked).unwrap();
+        let wire = copy(&BIG, ResponseFraming::Chunked).unwrap();
         assert!(wire.starts_with(b"4000\r\n"));
         assert!(wire.ends_with(b"\r\n0\r\n\r\n"));
         assert_eq!(wire.len(), 6 + 16384 + 2 + 5 + 3616 + 2 + 5);
@@ -182,8 +187,8 @@ mod tests {
 
     #[test]
     fn length_framing_sends_exactly_the_length() {
-        assert_eq!(copy(b"hello world", Framing::Length(5)).unwrap(), b"hello");
-        let short = copy(b"hi", Framing::Length(5)).unwrap_err();
+        assert_eq!(copy(b"hello world", ResponseFraming::Length(5)).unwrap(), b"hello");
+        let short = copy(b"hi", ResponseFraming::Length(5)).unwrap_err();
         assert_eq!(short.kind(), io::ErrorKind::UnexpectedEof);
     }
 
@@ -194,7 +199,7 @@ mod tests {
         let reader = io::Read::chain(&b"abc"[..], &b"de"[..]);
         let mut io = Script::default();
         let mut out = Vec::new();
-        let writer = BodyWriter::new(&mut io, &mut out, Framing::Chunked, Duration::from_secs(1));
+        let writer = BodyWriter::new(&mut io, &mut out, ResponseFraming::Chunked, Duration::from_secs(1));
         copy_body(Box::new(reader), writer).unwrap();
         assert_eq!(io.written, b"3\r\nabc\r\n2\r\nde\r\n");
         assert_eq!(out, b"0\r\n\r\n");
@@ -204,15 +209,15 @@ mod tests {
     fn a_writer_cannot_exceed_a_declared_length() {
         let mut io = Script::default();
         let mut out = Vec::new();
-        let mut writer = BodyWriter::new(&mut io, &mut out, Framing::Length(3), Duration::from_secs(1));
+        let mut writer = BodyWriter::new(&mut io, &mut out, ResponseFraming::Length(3), Duration::from_secs(1));
         assert!(writer.write_all(b"abcd").is_err());
-        let mut writer = BodyWriter::new(&mut io, &mut out, Framing::Length(3), Duration::from_secs(1));
+        let mut writer = BodyWriter::new(&mut io, &mut out, ResponseFraming::Length(3), Duration::from_secs(1));
         writer.write_all(b"ab").unwrap();
         assert!(writer.finish().is_err());
     }
 
     #[test]
     fn close_delimited_sends_everything_raw() {
-        assert_eq!(copy(b"stream", Framing::CloseDelimited).unwrap(), b"stream");
+        assert_eq!(copy(b"stream", ResponseFraming::CloseDelimited).unwrap(), b"stream");
     }
 }

@@ -37,7 +37,7 @@
 //! use httpool::test::{TestRequest, TestServer};
 //! use httpool::Response;
 //!
-//! let server = TestServer::new(|req| Response::text(req.method().to_owned())).max_body_bytes(4);
+//! let server = TestServer::new(|req| Response::text(req.method())).max_body_bytes(4);
 //! assert_eq!(server.send(TestRequest::put("/")).text(), "PUT");
 //! assert_eq!(server.send(TestRequest::put("/").body("too long")).status(), 413);
 //! ```
@@ -58,7 +58,8 @@ use crate::handler::{Handler, IntoResponse};
 use crate::io::Script;
 use crate::net::Peer;
 use crate::parse::MAX_HEADERS_CAP;
-use crate::request::{Request, Version};
+use crate::proto::Version;
+use crate::request::Request;
 use crate::stats::Counters;
 
 pub use answer::TestResponse;

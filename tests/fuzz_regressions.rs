@@ -253,3 +253,28 @@ fn a_client_taking_answers_a_few_bytes_at_a_time_gets_the_same_bytes() {
         }
     }
 }
+
+/// Found by `conn_loop` (2026-11-23): a malformed request line that never
+/// ends (a control byte, no line end) arrived in pieces after pipelined
+/// requests. A head is reparsed at each new line end, doubling or size
+/// limit, not at every byte, so the fast client's connection never judged
+/// the last pieces, while the slow client's (its bytes all in before the
+/// parse) got `400`. At the end of the stream the unfinished head is judged
+/// once more: both get the `400`.
+#[test]
+fn a_malformed_line_that_never_ends_is_refused_at_the_end_of_the_stream_however_it_arrived() {
+    let pipelined = b"POST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc";
+    let mut tail = b"GET ".to_vec();
+    tail.extend(std::iter::repeat_n(0xff, 100));
+    let chunks: [&[u8]; 5] = [pipelined, GET, &tail, &[0xff; 20], b"/neve\x04:"];
+    let whole = redact_dates(&serve_chunks(&chunks));
+    assert_eq!(
+        status_lines(&whole),
+        ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 400 Bad Request"],
+        "{}",
+        String::from_utf8_lossy(&whole)
+    );
+    for room in [64, 1000] {
+        assert!(redact_dates(&serve_chunks_with_room(&chunks, Some(room))) == whole, "{room} bytes at a time");
+    }
+}

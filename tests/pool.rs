@@ -352,3 +352,85 @@ fn shutdown_closes_the_listener_at_once_so_new_clients_are_refused() {
     assert_eq!((reply.status, reply.header("connection")), (200, Some("close")));
     assert!(server.join());
 }
+
+/// Per-thread state a handler keeps (a database connection in a
+/// `thread_local!`, as blocking handlers often do); its destructor runs
+/// when the worker thread exits, here until the test lets it go.
+struct PerThread {
+    dropped: std::sync::mpsc::Sender<()>,
+    release: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Drop for PerThread {
+    fn drop(&mut self) {
+        let _ = self.dropped.send(());
+        let _ = self.release.lock().unwrap().recv_timeout(PATIENCE);
+    }
+}
+
+thread_local! {
+    static PER_THREAD: std::cell::RefCell<Option<PerThread>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A retiring worker's `thread_local!` destructors (a handler's database
+/// connection closing, say) run on their own: nothing waits for them, so
+/// the monitor goes on enforcing deadlines meanwhile — here a slow head
+/// gets its `408`. (The monitor used to join retired threads, and a join
+/// waits for those destructors.)
+#[test]
+fn a_retiring_thread_s_thread_locals_do_not_stall_the_monitor() {
+    use std::io::{Read, Write};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (dropped_tx, dropped_rx) = mpsc::channel::<()>();
+    let (let_go_tx, let_go_rx) = mpsc::channel::<()>();
+    let let_go_rx = Arc::new(std::sync::Mutex::new(let_go_rx));
+    let (entered_tx, release_rx) = (std::sync::Mutex::new(entered_tx), std::sync::Mutex::new(release_rx));
+    let dropped_tx = std::sync::Mutex::new(dropped_tx);
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(2)
+        .worker_idle_timeout(Duration::from_millis(50))
+        .head_timeout(Duration::from_millis(300))
+        .spawn(move |req: &mut Request| {
+            PER_THREAD.with(|slot| {
+                let dropped = dropped_tx.lock().unwrap().clone();
+                *slot.borrow_mut() = Some(PerThread { dropped, release: let_go_rx.clone() });
+            });
+            if req.path() == "/block" {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    // The core thread blocks; a thread started for its seat serves the next
+    // request. Both keep per-thread state.
+    let mut blocked = connect(addr);
+    send(&mut blocked, &get("/block"));
+    entered_rx.recv_timeout(PATIENCE).unwrap();
+    let mut other = connect(addr);
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
+    release_tx.send(()).unwrap();
+    assert_eq!(read_reply(&mut blocked, false).unwrap().body, b"done");
+    // One of the two retires (either may); its per-thread state is being
+    // dropped.
+    dropped_rx.recv_timeout(PATIENCE).unwrap();
+    // A head that never finishes: 408 after the 300 ms head timeout.
+    let mut slow = std::net::TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut got = [0u8; 12];
+    let answered = slow.read_exact(&mut got);
+    // Every per-thread destructor returns at once from here on.
+    drop(let_go_tx);
+    assert!(answered.is_ok(), "no answer to a slow head 3 s after its 300 ms deadline: {answered:?}");
+    assert_eq!(&got, b"HTTP/1.1 408");
+    assert!(server.shutdown());
+}

@@ -47,6 +47,23 @@ fn testolope_nokeepalive_closes() {
 }
 
 #[test]
+fn the_example_sleep_route_answers_and_leaves_the_others_to_testolope() {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(testolope::blocking_or_testolope).unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/sleep"));
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, &reply.body[..]), (200, &b"Slept"[..]));
+    assert_eq!(reply.header("content-type"), Some("text/plain"));
+    assert_eq!(reply.header("connection"), None);
+    send(&mut conn, &get("/testolope"));
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, &reply.body[..]), (200, &b"Testolope"[..]));
+    send(&mut conn, &get("/nope"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().status, 404);
+    assert!(server.shutdown());
+}
+
+#[test]
 fn unknown_paths_are_404() {
     let server = testolope_server(1);
     let mut conn = connect(server.local_addr());

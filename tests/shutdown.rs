@@ -73,3 +73,30 @@ fn shutdown_joins_the_threads_added_on_demand_too() {
     #[cfg(target_os = "linux")]
     assert_eq!(httpool_threads_once(|n| n == 0), 0);
 }
+
+/// After `shutdown` returns `true` every worker is joined and none holds
+/// the handler: its state (here an `Arc`) is dropped, not left to a
+/// detached thread (a worker that had counted itself out but not yet
+/// returned used to be detached, holding the pool and the handler).
+#[test]
+fn after_shutdown_returns_no_worker_holds_the_handler() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for round in 0..200 {
+        let state = std::sync::Arc::new(());
+        let held = state.clone();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(4)
+            .spawn(move |_: &mut Request| {
+                let _ = &held;
+                Response::text("ok")
+            })
+            .unwrap();
+        assert!(server.shutdown());
+        assert_eq!(
+            std::sync::Arc::strong_count(&state),
+            1,
+            "round {round}: a worker still holds the handler after shutdown"
+        );
+    }
+}

@@ -65,9 +65,10 @@ fn request(dir: &ServeDir, method: &str, target: &str) -> Response {
 
 /// The body a response would send.
 fn body(resp: Response) -> Vec<u8> {
+    if let Some(bytes) = resp.body.in_memory() {
+        return bytes.to_vec();
+    }
     match resp.body {
-        Payload::Static(b) => b.to_vec(),
-        Payload::Owned(b) => b,
         Payload::File { mut file, len } => {
             let mut out = Vec::new();
             (&mut file).take(len).read_to_end(&mut out).unwrap();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::Shared;
+use super::{Conn, Shared};
 use crate::config::Overload;
 use crate::conn::ConnState;
 use crate::date::DateCache;
@@ -18,6 +18,10 @@ use crate::net::{Listener, Peer, Stream};
 /// Pause after an accept error such as `EMFILE`, so a full descriptor table
 /// does not turn into a busy loop.
 pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Most clients the last accept pass takes at shutdown: a flood of new
+/// connections must not keep the shutdown from going on.
+const LAST_ACCEPTS: usize = 4096;
 
 /// The listener and what accepting needs to remember.
 pub(crate) struct Accepting {
@@ -79,19 +83,26 @@ impl Shared {
         self.accepting.take_waiting()
     }
 
+    /// Accept passes; `last`: the one at shutdown, which takes every
+    /// client the kernel holds (on Linux each has sent its request), however
+    /// many wait for a worker, but at most [`LAST_ACCEPTS`], and no more
+    /// than `max_connections` open.
     fn accept_until_empty(&self, seat: usize, last: bool) {
         let listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(listener) = listener.as_ref() else { return };
         let mut date = None;
-        loop {
+        for accepted in 0.. {
+            if last && accepted == LAST_ACCEPTS {
+                return;
+            }
             if !last && self.is_stopping() {
                 return;
             }
             if self.accept_paused() {
                 return;
             }
-            let saturated = self.is_saturated();
-            if saturated && self.config.overload == Overload::Wait {
+            let saturated = self.is_saturated(last);
+            if saturated && (last || self.config.overload == Overload::Wait) {
                 // Clients wait in the kernel backlog until room frees up.
                 self.accepting.waiting.store(true, Ordering::Release);
                 return;
@@ -146,9 +157,9 @@ impl Shared {
         self.counters.accepted();
         let state = ConnState::new(Some(Instant::now()));
         let to_park = {
-            let mut hub = self.lock();
+            let mut hub = self.engine.lock();
             let seat = hub.board.next_seat();
-            let conn = hub.slots.admit(stream, peer, seat, state);
+            let conn = Conn::new(stream, peer, state, hub.slots.take(), seat);
             if delivers_data {
                 hub.board.push_ready(accepted_at, conn);
                 None
@@ -157,7 +168,7 @@ impl Shared {
             }
         };
         if let Some(conn) = to_park.and_then(|conn| self.park(conn)) {
-            self.lock().board.push_ready(accepted_at, conn);
+            self.engine.requeue_at(accepted_at, conn);
         }
     }
 

@@ -1,51 +1,45 @@
-//! What the workers, the monitor and the server handle share: the seats,
-//! the slot table, the thread counts, and the listener.
+//! What the workers, the monitor and the server handle share: the engine's
+//! core (the hub lock and its decisions, in [`engine`]), the seats'
+//! readiness sets, the listener, the counters.
 //!
-//! # Locks
+//! # Locks, and the order they are taken in
 //!
-//! - The **hub** (`Mutex<Hub>`) guards the slot table ([`Slots`]), the
-//!   seats' ready lists and ownership ([`SeatBoard`]), the thread counts
-//!   ([`Crew`]) and the shutdown stage. It is held briefly, never across a
-//!   system call that waits, a handler, or another lock's acquisition
-//!   except as listed below. Idle workers wait on `work`; the server handle
-//!   waits on `exited` for the workers to leave.
+//! - The **hub** (in [`Engine`]) guards the slot table ([`slots`]), the
+//!   seats' ready lists and ownership ([`seats`]), the thread counts
+//!   ([`crew`]) and the shutdown stage. It is held briefly, never across a
+//!   system call that waits or a handler.
 //! - A seat's **poll** mutex is taken only by the thread that set the seat's
 //!   `polled` flag, to wait for readiness, then the hub (to queue what
 //!   became readable): order *poll → hub*.
 //! - The **listener** mutex is taken by accept passes (one at a time) and by
 //!   the close at shutdown; an accept pass takes the hub to admit a
-//!   connection: order *listener → hub*.
+//!   connection, and pauses after `EMFILE` under a mutex of their own:
+//!   order *listener → hub*, *listener → pause*.
 //!
-//! # Invariants
-//!
-//! - An open connection is in exactly one place: parked in its slot, in a
-//!   seat's ready list, or held by one worker (see [`slots`]).
-//! - At most one thread polls a seat; a seat nobody polls is polled by the
-//!   next worker that finds it free, or handed over (see [`seats`]).
-//! - A connection parks only after its socket was read dry; a readiness
-//!   event for a connection a worker holds marks it pending, and parking
-//!   then hands it back to be served again, so no edge is lost between a
-//!   worker's last read and its park.
-//! - Threads: `live ≤ max`, idle ones wait on `work`; an extra idle thread
-//!   retires after the idle timeout unless a seat waits for it (see [`crew`]).
+//! The invariants those locks keep are written at the top of [`engine`]
+//! and [`seats`].
 
 mod accept;
 pub(crate) mod crew;
+pub(crate) mod engine;
+#[cfg(all(test, httpool_shuttle))]
+mod model;
 pub(crate) mod seats;
 pub(crate) mod slots;
 
 use std::io;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::{Interest, Token};
 
 pub(crate) use accept::Accepting;
-pub(crate) use crew::{Crew, HandOver};
-pub(crate) use seats::{Seat, SeatBoard};
-pub(crate) use slots::{Conn, Slots};
+pub(crate) use crew::HandOver;
+pub(crate) use engine::{Engine, Parking, Work};
+pub(crate) use seats::Seat;
+pub(crate) use slots::Conn;
 
 use crate::config::Config;
 use crate::net::Listener;
@@ -60,52 +54,12 @@ pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 /// turn into a busy loop.
 const POLL_BACKOFF: Duration = Duration::from_millis(100);
 
-/// How far shutdown has gone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stage {
-    Running,
-    /// Parking closes idle connections; a request in flight goes back to
-    /// its worker to be finished.
-    Closed,
-    /// Every request already received is in a ready list or with a worker:
-    /// workers leave once those are served.
-    Swept,
-}
-
-/// What the hub lock guards.
-pub(crate) struct Hub {
-    pub(crate) slots: Slots,
-    pub(crate) board: SeatBoard,
-    pub(crate) crew: Crew,
-    pub(crate) stage: Stage,
-}
-
-impl Hub {
-    /// True when no more connections should be admitted (`Overload`).
-    fn is_saturated(&self, config: &Config) -> bool {
-        self.board.queued() >= config.queue_depth || self.slots.open() >= config.max_connections
-    }
-}
-
-/// What a worker does next.
-pub(crate) enum Work {
-    Serve(Conn),
-    /// Leave: an extra thread idle for its whole timeout, or shutdown done.
-    Leave,
-}
-
 /// State shared by the workers, the monitor and the server handle.
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) seats: Vec<Seat>,
     accepting: Accepting,
-    hub: Mutex<Hub>,
-    /// Idle workers wait here.
-    work: Condvar,
-    /// The server handle waits here for workers to exit.
-    exited: Condvar,
-    /// Shutdown has begun.
-    stopping: AtomicBool,
+    pub(crate) engine: Engine<Conn>,
     /// The monitor sleeps for long (no seat busy); a worker that starts
     /// serving wakes it.
     pub(crate) monitor_dozing: AtomicBool,
@@ -120,20 +74,12 @@ impl Shared {
     pub(crate) fn new(config: Config, listener: Listener, seats: usize) -> io::Result<Shared> {
         let accepting = Accepting::new(listener);
         let seats = (0..seats.max(1)).map(|_| Seat::new(accepting.fd())).collect::<io::Result<Vec<_>>>()?;
-        let hub = Hub {
-            slots: Slots::new(),
-            board: SeatBoard::new(seats.len()),
-            crew: Crew::new(config.workers, config.max_workers),
-            stage: Stage::Running,
-        };
+        let engine = Engine::new(seats.len(), config.workers, config.max_workers, config.worker_idle_timeout);
         Ok(Shared {
             config,
             seats,
             accepting,
-            hub: Mutex::new(hub),
-            work: Condvar::new(),
-            exited: Condvar::new(),
-            stopping: AtomicBool::new(false),
+            engine,
             monitor_dozing: AtomicBool::new(false),
             monitor: OnceLock::new(),
             ticks: AtomicU64::new(0),
@@ -141,21 +87,21 @@ impl Shared {
         })
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Hub> {
-        // Nothing panics while holding the lock; a poisoned hub is still whole.
-        self.hub.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub(crate) fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
+        self.engine.is_stopping()
     }
 
     pub(crate) fn stopping_flag(&self) -> &AtomicBool {
-        &self.stopping
+        self.engine.stopping_flag()
     }
 
-    fn is_saturated(&self) -> bool {
-        self.lock().is_saturated(&self.config)
+    /// True when no more connections should be admitted (`Overload`): the
+    /// ready lists are full (unless `ignore_queue`) or `max_connections` are
+    /// open.
+    fn is_saturated(&self, ignore_queue: bool) -> bool {
+        let hub = self.engine.lock();
+        (!ignore_queue && hub.board.queued() >= self.config.queue_depth)
+            || hub.slots.open() >= self.config.max_connections
     }
 
     pub(crate) fn ticks(&self) -> u64 {
@@ -167,87 +113,32 @@ impl Shared {
         self.ticks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The next connection for the worker sitting at `seat` (which changes
-    /// when the worker adopts another seat). A worker with nothing ready
-    /// polls its seat when nobody does, else sleeps; an extra worker that
-    /// sleeps for the whole idle timeout leaves, and so does every worker
-    /// once shutdown has swept and nothing is left to serve.
-    pub(crate) fn next(&self, seat: &mut usize) -> Work {
-        let mut hub = self.lock();
-        loop {
-            if let Some(adopted) = hub.crew.take_adoption() {
-                *seat = adopted;
-                hub.board.unclaim(adopted);
-            }
-            if let Some(conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
-                hub.slots.served(&conn);
-                return Work::Serve(conn);
-            }
-            let stopping = self.is_stopping();
-            if !stopping && !hub.board.is_polled(*seat) {
-                hub.board.begin_poll(*seat, true);
-                drop(hub);
-                self.poll_seat(*seat, None, true);
-                hub = self.lock();
-                continue;
-            }
-            if stopping && hub.stage == Stage::Swept {
-                hub.crew.exited(false);
-                self.exited.notify_all();
-                return Work::Leave;
-            }
-            hub.crew.went_idle();
-            let timed_out = if hub.crew.has_extra() {
-                let (guard, wait) = self
-                    .work
-                    .wait_timeout(hub, self.config.worker_idle_timeout)
-                    .unwrap_or_else(PoisonError::into_inner);
-                hub = guard;
-                wait.timed_out()
-            } else {
-                hub = self.work.wait(hub).unwrap_or_else(PoisonError::into_inner);
-                false
-            };
-            hub.crew.woke();
-            if timed_out && hub.crew.may_retire() && !self.is_stopping() {
-                hub.crew.exited(true);
-                self.exited.notify_all();
-                return Work::Leave;
-            }
-        }
+    /// The next connection for the worker at `seat`: see [`Engine::next`].
+    pub(crate) fn next(&self, seat: &mut usize) -> Work<Conn> {
+        self.engine.next(seat, |seat| {
+            self.poll_seat(seat, None, true);
+        })
     }
 
     /// Polls `seat` (whose `polled` flag the caller set) and moves what
     /// became readable to its ready list; accepts new connections. The
     /// monitor polls (with a zero timeout) a seat that needs a thread when
-    /// none can be had.
-    pub(crate) fn poll_seat(&self, seat: usize, timeout: Option<Duration>, by_worker: bool) {
-        let mut listener_ready = false;
+    /// none can be had. Returns true when the poll was full: more events
+    /// may be waiting.
+    pub(crate) fn poll_seat(&self, seat: usize, timeout: Option<Duration>, by_worker: bool) -> bool {
         let polled = self.seats[seat].poll(timeout);
+        let full = polled.as_ref().is_ok_and(|events| events.is_full());
         if let Err(e) = &polled {
             error!("waiting for readiness failed: {e}");
             std::thread::sleep(POLL_BACKOFF);
         }
-        {
-            let mut hub = self.lock();
-            for token in polled.iter().flat_map(|events| events.tokens()) {
-                if token == LISTENER {
-                    listener_ready = true;
-                } else if let Some(conn) = hub.slots.wake(token) {
-                    hub.board.push_ready(seat, conn);
-                }
-            }
-            drop(polled);
-            hub.board.end_poll(seat, by_worker);
-            if self.is_stopping() {
-                // The monitor waits for every seat to be free before its sweep.
-                self.work.notify_all();
-            }
-            if !by_worker && hub.board.queued() > 0 && hub.crew.idle() > 0 {
-                // Nobody may be sitting at this seat: wake a worker for its work.
-                self.work.notify_one();
-            }
-        }
+        let mut listener_ready = false;
+        let tokens = polled.iter().flat_map(|events| events.tokens()).filter(|&token| {
+            listener_ready |= token == LISTENER;
+            token != LISTENER
+        });
+        self.engine.deliver(seat, tokens, by_worker);
+        drop(polled);
         if by_worker && self.monitor_dozing.load(Ordering::Relaxed) && self.monitor_dozing.swap(false, Ordering::AcqRel)
         {
             if let Some(monitor) = self.monitor.get() {
@@ -257,55 +148,17 @@ impl Shared {
         if listener_ready || self.take_accept_waiting() {
             self.accept(seat);
         }
+        full
     }
 
-    /// Finds a thread to take over `seat` while its worker is busy: an idle
-    /// one is asked to adopt it, or (`HandOver::Spawn`) the caller must
-    /// start one for it. Nothing when the seat is polled or already handed
-    /// over.
+    /// Finds a thread to take over `seat`: see [`Engine::hand_over`].
     pub(crate) fn hand_over(&self, seat: usize) -> Option<HandOver> {
-        let mut hub = self.lock();
-        if !hub.board.is_free(seat) || self.is_stopping() {
-            return None;
-        }
-        let how = hub.crew.hand_over(seat, self.ticks());
-        match how {
-            HandOver::Adopt => {
-                hub.board.claim(seat);
-                self.work.notify_one();
-            }
-            HandOver::Spawn => hub.board.claim(seat),
-            HandOver::AtBound => {}
-        }
-        Some(how)
-    }
-
-    /// A thread started for `seat` begins its work there.
-    pub(crate) fn arrive(&self, seat: usize) {
-        self.lock().board.unclaim(seat);
-    }
-
-    /// Counts a thread about to be started at `seat`, if the bound allows;
-    /// the seat is claimed for it until it arrives (so the monitor does not
-    /// take a seat whose first worker is starting for one that needs a
-    /// thread).
-    pub(crate) fn reserve_thread(&self, seat: usize) -> bool {
-        let mut hub = self.lock();
-        let reserved = hub.crew.reserve();
-        if reserved {
-            hub.board.claim(seat);
-        }
-        reserved
+        self.engine.hand_over(seat, self.ticks())
     }
 
     /// A thread counted for `seat` could not be started.
-    pub(crate) fn spawn_failed(&self, seat: Option<usize>) {
-        let mut hub = self.lock();
-        hub.crew.spawn_failed(self.ticks());
-        if let Some(seat) = seat {
-            hub.board.unclaim(seat);
-        }
-        self.exited.notify_all();
+    pub(crate) fn spawn_failed(&self, seat: usize) {
+        self.engine.spawn_failed(seat, self.ticks());
     }
 
     /// Hands a connection with nothing to read back to its seat. Returns it
@@ -330,23 +183,31 @@ impl Shared {
             }
             conn.watching = Some(interest);
         }
-        let mut hub = self.lock();
-        if hub.stage != Stage::Running {
-            drop(hub);
-            if conn.state.has_request_in_flight() {
-                return Some(conn);
+        let in_flight = conn.state.has_request_in_flight();
+        match self.engine.park(conn, in_flight) {
+            Parking::Done => None,
+            Parking::Again(conn) => Some(conn),
+            Parking::Close(conn) => {
+                self.close(conn);
+                None
             }
-            self.close(conn);
-            return None;
         }
-        hub.slots.park(conn)
     }
 
     /// Puts a connection that yielded its turn at the back of its seat's
-    /// ready list: it has more to do, and no readiness edge will say so.
+    /// ready list: see [`Engine::requeue`].
     pub(crate) fn requeue(&self, conn: Conn) {
-        let seat = conn.seat;
-        self.lock().board.push_ready(seat, conn);
+        self.engine.requeue(conn);
+    }
+
+    /// A thread about to start at `seat`: see [`Engine::reserve`].
+    pub(crate) fn reserve_thread(&self, seat: usize) -> bool {
+        self.engine.reserve(seat)
+    }
+
+    /// A thread started for `seat` begins its work there.
+    pub(crate) fn arrive(&self, seat: usize) {
+        self.engine.arrive(seat);
     }
 
     /// The readiness set watching `conn`, once it has been registered.
@@ -358,7 +219,7 @@ impl Shared {
     pub(crate) fn close(&self, conn: Conn) {
         let slot = conn.slot();
         drop(conn);
-        self.lock().slots.free(slot);
+        self.engine.free(slot);
         self.counters.closed();
     }
 
@@ -369,84 +230,48 @@ impl Shared {
 
     /// Starts shutdown and wakes every thread that may be waiting.
     pub(crate) fn stop(&self) {
-        self.stopping.store(true, Ordering::Release);
+        self.engine.stop();
         for seat in &self.seats {
             seat.wake();
         }
-        let _hub = self.lock();
-        self.work.notify_all();
-        drop(_hub);
         if let Some(monitor) = self.monitor.get() {
             monitor.unpark();
         }
     }
 
-    /// Shutdown, run by the monitor once the loop is over: the listener
+    /// Shutdown, run by the monitor once its loop is over: the listener
     /// closes (after what the kernel holds is accepted); once no worker
     /// polls, what already arrived moves to the ready lists (the workers
     /// answer it with `Connection: close`), idle connections close, those
     /// with a request in flight are finished; then the workers may leave.
     pub(crate) fn sweep(&self) {
         self.close_listener();
-        let mut hub = self.lock();
-        while hub.board.any_polled() {
-            hub = self.work.wait_timeout(hub, POLL_BACKOFF).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        let seats = hub.board.seats();
-        (0..seats).for_each(|seat| hub.board.begin_poll(seat, false));
-        drop(hub);
+        let seats = self.engine.claim_all_seats();
         for seat in 0..seats {
-            self.poll_seat(seat, Some(Duration::ZERO), false);
-        }
-        let idle = {
-            let mut hub = self.lock();
-            hub.stage = Stage::Closed;
-            let mut idle = Vec::new();
-            for conn in hub.slots.take_parked() {
-                if conn.state.has_request_in_flight() {
-                    let seat = conn.seat;
-                    hub.board.push_ready(seat, conn);
-                } else {
-                    idle.push(conn);
-                }
+            // One poll returns at most as many events as its buffer holds:
+            // poll until the seat has no more.
+            while self.poll_seat(seat, Some(Duration::ZERO), false) {
+                self.engine.lock().board.begin_poll(seat, false);
             }
-            idle
-        };
-        for conn in idle {
+        }
+        for conn in self.engine.sweep_parked(|conn| conn.state.has_request_in_flight()) {
             self.close(conn);
         }
-        let mut hub = self.lock();
-        hub.stage = Stage::Swept;
-        self.work.notify_all();
     }
 
-    /// Waits until every worker has left, at most until `deadline` (`None`:
-    /// without limit). True when they all did.
-    pub(crate) fn wait_for_workers(&self, deadline: Option<std::time::Instant>) -> bool {
-        let mut hub = self.lock();
-        while hub.crew.live() > 0 {
-            hub = match deadline {
-                None => self.exited.wait(hub).unwrap_or_else(PoisonError::into_inner),
-                Some(at) => {
-                    let left = at.saturating_duration_since(std::time::Instant::now());
-                    if left.is_zero() {
-                        return false;
-                    }
-                    self.exited.wait_timeout(hub, left).unwrap_or_else(PoisonError::into_inner).0
-                }
-            };
-        }
-        true
+    /// Waits until every worker has left: see [`Engine::wait_for_workers`].
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
+        self.engine.wait_for_workers(deadline)
     }
 
     /// Worker threads alive now.
-    pub(crate) fn stats_threads(&self) -> usize {
-        self.lock().crew.live()
+    pub(crate) fn live_threads(&self) -> usize {
+        self.engine.lock().crew.live()
     }
 
     /// The counts behind [`Stats`](crate::Stats).
     pub(crate) fn snapshot(&self) -> crate::Stats {
-        let hub = self.lock();
+        let hub = self.engine.lock();
         let (spawned, retired) = hub.crew.totals();
         let threads = crate::stats::Threads {
             live: hub.crew.live(),
@@ -460,12 +285,91 @@ impl Shared {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::net::{Peer, Stream};
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    use super::{Conn, HandOver, Shared, Work};
+    use crate::config::Config;
+    use crate::conn::ConnState;
+    use crate::net::{Listener, Peer, Stream};
 
     /// A connected socket, for tests that need a `Conn` to move around.
     pub(crate) fn conn_pair() -> (Stream, Peer) {
-        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (a, _b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
         (Stream::Unix(mio::net::UnixStream::from_std(a)), Peer::Local)
+    }
+
+    /// A hub over a listener nobody connects to, with `seats` seats.
+    fn hub(seats: usize) -> Shared {
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        Shared::new(Config::default(), listener, seats).unwrap()
+    }
+
+    /// Admits a connection at `seat` and parks it idle (registered with the
+    /// seat, as after its first request); returns the client's end.
+    fn park_idle(shared: &Shared, seat: usize) -> UnixStream {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+        let conn = {
+            let mut hub = shared.engine.lock();
+            Conn::new(stream, Peer::Local, ConnState::default(), hub.slots.take(), seat)
+        };
+        assert!(shared.park(conn).is_none(), "nothing to read yet: it parks");
+        theirs
+    }
+
+    /// The shutdown sweep moves every parked connection whose request already
+    /// arrived to a ready list, however many there are: one poll returns at
+    /// most the capacity of the seat's event buffer (256), so it polls until a
+    /// poll is not full. (It used to poll once: 256 of 300 were moved, the rest
+    /// closed as idle, their requests reset.)
+    #[test]
+    fn the_shutdown_sweep_moves_every_connection_with_a_request_to_a_ready_list() {
+        const CONNS: usize = 300;
+        let shared = hub(1);
+        let clients: Vec<UnixStream> = (0..CONNS).map(|_| park_idle(&shared, 0)).collect();
+        assert_eq!(shared.engine.lock().slots.parked(), CONNS);
+        // Every client sends a request before shutdown begins.
+        for mut client in &clients {
+            client.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        }
+        shared.stop();
+        shared.sweep();
+        let hub = shared.engine.lock();
+        assert_eq!(
+            (hub.board.queued(), hub.slots.open()),
+            (CONNS, CONNS),
+            "every connection with a request waits for a worker; none was closed as idle"
+        );
+    }
+
+    /// An adoption is meant for an idle thread (`Crew::hand_over` counts one
+    /// per idle thread, and notifies one): a busy worker at seat 1 coming back
+    /// for its next connection does not take it (it would leave seat 1 with
+    /// nobody, and the idle thread it was meant for would find none).
+    #[test]
+    fn an_adoption_is_taken_by_an_idle_thread_not_by_a_busy_worker_passing_by() {
+        let shared = hub(2);
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+        {
+            let mut hub = shared.engine.lock();
+            let conn = Conn::new(stream, Peer::Local, ConnState::default(), hub.slots.take(), 1);
+            hub.board.push_ready(1, conn);
+            // A thread asleep on the condvar (counted, as `next` counts it).
+            hub.crew.went_idle();
+        }
+        // Seat 0's worker is stuck in a handler: the monitor hands its seat
+        // to the idle thread.
+        assert_eq!(shared.hand_over(0), Some(HandOver::Adopt));
+        // The worker sitting at seat 1 finishes a connection and asks for the
+        // next one.
+        let mut seat = 1;
+        let Work::Serve(conn) = shared.next(&mut seat) else { panic!("work was ready") };
+        shared.close(conn);
+        assert_eq!(seat, 1, "the busy worker left its seat for the idle thread's adoption");
     }
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
-use super::slots::Conn;
+use super::slots::{Conn, Occupant};
 use super::{LISTENER, WAKER};
 
 /// One readiness set and the means to wake whoever polls it.
@@ -42,6 +42,12 @@ struct SeatPoll {
 pub(crate) struct Polled<'a>(std::sync::MutexGuard<'a, SeatPoll>);
 
 impl Polled<'_> {
+    /// True when the poll returned as many events as it had room for: more
+    /// may be waiting.
+    pub(crate) fn is_full(&self) -> bool {
+        self.0.events.iter().count() == self.0.events.capacity()
+    }
+
     /// The tokens of the events, the waker's left out.
     pub(crate) fn tokens(&self) -> impl Iterator<Item = Token> + '_ {
         self.0.events.iter().map(|e| e.token()).filter(|&t| t != WAKER)
@@ -89,9 +95,9 @@ impl Seat {
 }
 
 /// Per seat: its ready list and who watches it. Lives under the hub lock.
-pub(crate) struct SeatBoard {
+pub(crate) struct SeatBoard<C = Conn> {
     /// Readable connections per seat, oldest first.
-    ready: Vec<VecDeque<Conn>>,
+    ready: Vec<VecDeque<C>>,
     /// Connections in all ready lists.
     queued: usize,
     /// A thread is polling the seat (or about to).
@@ -106,8 +112,8 @@ pub(crate) struct SeatBoard {
     next_seat: usize,
 }
 
-impl SeatBoard {
-    pub(crate) fn new(seats: usize) -> SeatBoard {
+impl<C: Occupant> SeatBoard<C> {
+    pub(crate) fn new(seats: usize) -> SeatBoard<C> {
         SeatBoard {
             ready: (0..seats).map(|_| VecDeque::new()).collect(),
             queued: 0,
@@ -133,13 +139,13 @@ impl SeatBoard {
     }
 
     /// Queues `conn` at the back of `seat`'s ready list.
-    pub(crate) fn push_ready(&mut self, seat: usize, conn: Conn) {
+    pub(crate) fn push_ready(&mut self, seat: usize, conn: C) {
         self.ready[seat].push_back(conn);
         self.queued += 1;
     }
 
     /// The oldest ready connection of `seat`.
-    pub(crate) fn pop_ready(&mut self, seat: usize) -> Option<Conn> {
+    pub(crate) fn pop_ready(&mut self, seat: usize) -> Option<C> {
         let conn = self.ready[seat].pop_front()?;
         self.queued -= 1;
         self.progress[seat] += 1;
@@ -147,7 +153,7 @@ impl SeatBoard {
     }
 
     /// A ready connection of any seat (one whose worker is busy).
-    pub(crate) fn steal(&mut self) -> Option<Conn> {
+    pub(crate) fn steal(&mut self) -> Option<C> {
         let seat = (0..self.ready.len()).find(|&s| !self.ready[s].is_empty())?;
         self.pop_ready(seat)
     }

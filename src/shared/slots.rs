@@ -27,7 +27,44 @@ pub(crate) struct Conn {
     pub(crate) deadline: Option<Instant>,
 }
 
+/// What the slot table and the ready lists need to know of a connection
+/// (the engine's model checks use a stand-in for [`Conn`]).
+pub(crate) trait Occupant {
+    /// Its slot and the slot's generation when it took it.
+    fn place(&self) -> (u32, u32);
+    /// When its current park ends.
+    fn deadline(&self) -> Option<Instant>;
+    /// The seat that watches it.
+    fn seat(&self) -> usize;
+}
+
+impl Occupant for Conn {
+    fn place(&self) -> (u32, u32) {
+        (self.slot, self.generation)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn seat(&self) -> usize {
+        self.seat
+    }
+}
+
 impl Conn {
+    /// A connection in the slot and generation [`Slots::take`] gave it,
+    /// watched by `seat`.
+    pub(crate) fn new(
+        stream: Stream,
+        peer: Peer,
+        state: ConnState,
+        (slot, generation): (u32, u32),
+        seat: usize,
+    ) -> Conn {
+        Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None }
+    }
+
     /// The worker took the socket off its seat (see
     /// [`Transport::leave_seat`](crate::io::Transport::leave_seat)): the next
     /// park registers it again.
@@ -45,32 +82,44 @@ impl Conn {
     }
 }
 
+/// Bits of a readiness token that hold the slot; the others hold its
+/// generation (32 and 32 on 64-bit targets, 16 and 16 on 32-bit ones).
+const SLOT_BITS: u32 = usize::BITS / 2;
+
+/// Generations wrap at this mask, so they fit in their half of a token.
+const GENERATION_MASK: u32 = (usize::MAX >> SLOT_BITS) as u32;
+
+/// Slots at most: the two highest slot numbers are never handed out, so
+/// no token is ever the listener's or a waker's (`usize::MAX`, one less).
+pub(crate) const MAX_SLOTS: usize = (1 << SLOT_BITS) - 2;
+
 /// The readiness token of a slot in one generation.
 pub(crate) fn token(slot: u32, generation: u32) -> Token {
-    Token((generation as usize) << 32 | slot as usize)
+    Token(((generation & GENERATION_MASK) as usize) << SLOT_BITS | slot as usize)
 }
 
 /// Splits a token into (slot, generation).
 pub(crate) fn untoken(token: Token) -> (u32, u32) {
-    ((token.0 & 0xffff_ffff) as u32, (token.0 >> 32) as u32)
+    let slot = token.0 & ((1 << SLOT_BITS) - 1);
+    (slot as u32, (token.0 >> SLOT_BITS) as u32)
 }
 
-enum Slot {
+enum Slot<C> {
     Free,
     /// In a ready list or with a worker; `pending` when it became readable
     /// since a worker took it.
     Busy {
         pending: bool,
     },
-    Parked(Conn),
+    Parked(C),
 }
 
 /// A deadline entry for the monitor's heap: (deadline, slot, generation).
 pub(crate) type Timer = (Instant, u32, u32);
 
 /// The slots, and the deadlines of the parked connections in them.
-pub(crate) struct Slots {
-    slots: Vec<Slot>,
+pub(crate) struct Slots<C = Conn> {
+    slots: Vec<Slot<C>>,
     /// The latest generation handed out per slot.
     generations: Vec<u32>,
     free: Vec<u32>,
@@ -83,8 +132,8 @@ pub(crate) struct Slots {
     parked: usize,
 }
 
-impl Slots {
-    pub(crate) fn new() -> Slots {
+impl<C: Occupant> Slots<C> {
+    pub(crate) fn new() -> Slots<C> {
         Slots {
             slots: Vec::new(),
             generations: Vec::new(),
@@ -104,8 +153,9 @@ impl Slots {
         self.parked
     }
 
-    /// Gives a new connection a slot (busy: the caller holds it).
-    pub(crate) fn admit(&mut self, stream: Stream, peer: Peer, seat: usize, state: ConnState) -> Conn {
+    /// A slot for a new connection, busy (the caller holds it): its index
+    /// and generation.
+    pub(crate) fn take(&mut self) -> (u32, u32) {
         let slot = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot::Free);
             self.generations.push(0);
@@ -113,16 +163,16 @@ impl Slots {
             (self.slots.len() - 1) as u32
         });
         let i = slot as usize;
-        let generation = self.generations[i].wrapping_add(1);
+        let generation = self.generations[i].wrapping_add(1) & GENERATION_MASK;
         self.generations[i] = generation;
         self.timer_at[i] = None;
         self.slots[i] = Slot::Busy { pending: false };
-        Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None }
+        (slot, generation)
     }
 
     /// A readiness event: a parked connection is taken from its slot (to be
     /// queued); one a worker holds is marked to be served again.
-    pub(crate) fn wake(&mut self, token: Token) -> Option<Conn> {
+    pub(crate) fn wake(&mut self, token: Token) -> Option<C> {
         let (slot, generation) = untoken(token);
         if self.generations.get(slot as usize) != Some(&generation) {
             return None;
@@ -139,24 +189,25 @@ impl Slots {
 
     /// A worker takes the connection from a ready list: events until now
     /// were for bytes it will read.
-    pub(crate) fn served(&mut self, conn: &Conn) {
-        self.slots[conn.slot as usize] = Slot::Busy { pending: false };
+    pub(crate) fn served(&mut self, conn: &C) {
+        self.slots[conn.place().0 as usize] = Slot::Busy { pending: false };
     }
 
     /// Parks `conn` in its slot, with a deadline entry for the monitor when
     /// none is due earlier. Returns it instead when it became readable while
     /// the worker held it: serve it again.
     #[must_use]
-    pub(crate) fn park(&mut self, conn: Conn) -> Option<Conn> {
-        let i = conn.slot as usize;
+    pub(crate) fn park(&mut self, conn: C) -> Option<C> {
+        let (slot, generation) = conn.place();
+        let i = slot as usize;
         if let Slot::Busy { pending: true } = self.slots[i] {
             self.slots[i] = Slot::Busy { pending: false };
             return Some(conn);
         }
-        if let Some(deadline) = conn.deadline {
+        if let Some(deadline) = conn.deadline() {
             if self.timer_at[i].is_none_or(|at| deadline < at) {
                 self.timer_at[i] = Some(deadline);
-                self.new_timers.push((deadline, conn.slot, conn.generation));
+                self.new_timers.push((deadline, slot, generation));
             }
         }
         self.slots[i] = Slot::Parked(conn);
@@ -184,22 +235,26 @@ impl Slots {
         (at, slot, generation): Timer,
         now: Instant,
         later: &mut Vec<Timer>,
-    ) -> Option<Conn> {
+    ) -> Option<C> {
         let i = slot as usize;
         if !self.is_live_timer(at, slot, generation) {
             return None;
         }
-        match &self.slots[i] {
-            Slot::Parked(Conn { deadline: Some(deadline), .. }) if *deadline > now => {
-                self.timer_at[i] = Some(*deadline);
-                later.push((*deadline, slot, generation));
+        let deadline = match &self.slots[i] {
+            Slot::Parked(conn) => conn.deadline(),
+            _ => None,
+        };
+        match deadline {
+            Some(deadline) if deadline > now => {
+                self.timer_at[i] = Some(deadline);
+                later.push((deadline, slot, generation));
                 None
             }
-            Slot::Parked(Conn { deadline: Some(_), .. }) => {
+            Some(_) => {
                 self.timer_at[i] = None;
                 self.unpark(i)
             }
-            _ => {
+            None => {
                 self.timer_at[i] = None;
                 None
             }
@@ -214,12 +269,12 @@ impl Slots {
     }
 
     /// Takes every parked connection (shutdown); their slots stay busy.
-    pub(crate) fn take_parked(&mut self) -> Vec<Conn> {
+    pub(crate) fn take_parked(&mut self) -> Vec<C> {
         (0..self.slots.len()).filter_map(|i| self.unpark(i)).collect()
     }
 
     /// Takes the connection parked in slot `i`, if any; the slot stays busy.
-    fn unpark(&mut self, i: usize) -> Option<Conn> {
+    fn unpark(&mut self, i: usize) -> Option<C> {
         match std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) {
             Slot::Parked(conn) => {
                 self.parked -= 1;
@@ -240,7 +295,8 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_never_collide_with_reserved_ones() {
-        for (slot, generation) in [(0, 0), (7, 1), (u32::MAX - 2, u32::MAX)] {
+        let top = MAX_SLOTS as u32 - 1;
+        for (slot, generation) in [(0, 0), (7, 1), (top, GENERATION_MASK)] {
             let t = token(slot, generation);
             assert_eq!(untoken(t), (slot, generation));
             assert_ne!(t, crate::shared::LISTENER);
@@ -252,7 +308,7 @@ mod tests {
     fn an_event_while_a_worker_holds_the_connection_makes_its_park_fail() {
         let mut slots = Slots::new();
         let (stream, peer) = conn_pair();
-        let conn = slots.admit(stream, peer, 0, ConnState::default());
+        let conn = Conn::new(stream, peer, ConnState::default(), slots.take(), 0);
         let token = conn.token();
         assert!(slots.wake(token).is_none(), "held by the caller: marked, not taken");
         let conn = slots.park(conn).expect("readable since: serve it again");
@@ -264,7 +320,7 @@ mod tests {
         assert_eq!(slots.open(), 0);
         // A stale token of the freed slot matches nothing in its next life.
         let (stream, peer) = conn_pair();
-        let next = slots.admit(stream, peer, 0, ConnState::default());
+        let next = Conn::new(stream, peer, ConnState::default(), slots.take(), 0);
         assert!(slots.park(next).is_none());
         assert!(slots.wake(token).is_none());
         assert_eq!(slots.parked(), 1);

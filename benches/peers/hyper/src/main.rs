@@ -1,7 +1,12 @@
 //! hyper 1 (HTTP/1 server connection) on tokio's multi-thread runtime
 //! (a worker per CPU), a task per connection.
+//!
+//! `/sleep` blocks inside `tokio::task::spawn_blocking`, as tokio's docs
+//! advise for blocking work: the call runs on the blocking thread pool and
+//! the task awaits it.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -12,6 +17,9 @@ use hyper::{Request, Response, StatusCode, body::Incoming};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+/// How long `GET /sleep` blocks: a stand-in for a database call.
+const SLEEP: Duration = Duration::from_millis(50);
+
 async fn testolope(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let ok = || {
         let mut resp = Response::new(Full::new(Bytes::from_static(b"Testolope")));
@@ -20,6 +28,13 @@ async fn testolope(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infa
     };
     Ok(match req.uri().path() {
         "/testolope" => ok(),
+        "/sleep" => {
+            // Only a panic of the closure fails the join; it cannot panic.
+            tokio::task::spawn_blocking(|| std::thread::sleep(SLEEP)).await.expect("sleep panicked");
+            let mut resp = Response::new(Full::new(Bytes::from_static(b"Slept")));
+            resp.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            resp
+        }
         "/testolope-nokeepalive" => {
             let mut resp = ok();
             // hyper closes the connection after a response that says so.

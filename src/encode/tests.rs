@@ -1,4 +1,5 @@
 use super::*;
+use crate::response::Response;
 
 const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 
@@ -56,28 +57,28 @@ fn status_out_of_range_is_invalid() {
 fn framing_by_body_status_and_method() {
     let v11 = Version::Http11;
     let plan11 = |r: &Response| plan(r, v11, false).unwrap();
-    assert_eq!(plan11(&Response::text("abc")), Framing::Length(3));
-    assert_eq!(plan11(&Response::reader(&b"abc"[..], None)), Framing::Chunked);
-    assert_eq!(plan(&Response::reader(&b"abc"[..], None), Version::Http10, false), Ok(Framing::CloseDelimited));
-    assert_eq!(plan11(&Response::reader(&b"abc"[..], Some(3))), Framing::Length(3));
-    assert_eq!(plan11(&Response::text("x").with_status(204)), Framing::None { announce: None });
-    assert_eq!(plan11(&Response::upgrade(|_| {})), Framing::None { announce: None });
+    assert_eq!(plan11(&Response::text("abc")), ResponseFraming::Length(3));
+    assert_eq!(plan11(&Response::reader(&b"abc"[..], None)), ResponseFraming::Chunked);
+    assert_eq!(plan(&Response::reader(&b"abc"[..], None), Version::Http10, false), Ok(ResponseFraming::CloseDelimited));
+    assert_eq!(plan11(&Response::reader(&b"abc"[..], Some(3))), ResponseFraming::Length(3));
+    assert_eq!(plan11(&Response::text("x").with_status(204)), ResponseFraming::None { announce: None });
+    assert_eq!(plan11(&Response::upgrade(|_| {})), ResponseFraming::None { announce: None });
     assert!(plan(&Response::status(101), v11, false).is_err(), "101 without an upgrade");
-    assert_eq!(plan11(&Response::status(304)), Framing::None { announce: None });
-    assert_eq!(plan(&Response::text("abc"), v11, true), Ok(Framing::None { announce: Some(3) }));
+    assert_eq!(plan11(&Response::status(304)), ResponseFraming::None { announce: None });
+    assert_eq!(plan(&Response::text("abc"), v11, true), Ok(ResponseFraming::None { announce: Some(3) }));
 }
 
 #[test]
 fn head_keeps_a_declared_length() {
     let resp = Response::status(200).with_header("Content-Length", "1234");
-    assert_eq!(plan(&resp, Version::Http11, true), Ok(Framing::None { announce: Some(1234) }));
+    assert_eq!(plan(&resp, Version::Http11, true), Ok(ResponseFraming::None { announce: Some(1234) }));
     assert!(encode(&resp, Version::Http11, true, true).contains("Content-Length: 1234\r\n"));
 }
 
 #[test]
 fn declared_length_must_match_a_known_body() {
     let resp = Response::text("abc").with_header("Content-Length", "3");
-    assert_eq!(plan(&resp, Version::Http11, false), Ok(Framing::Length(3)));
+    assert_eq!(plan(&resp, Version::Http11, false), Ok(ResponseFraming::Length(3)));
     let resp = Response::text("abc").with_header("Content-Length", "4");
     assert!(plan(&resp, Version::Http11, false).is_err());
     let resp = Response::text("abc").with_header("Content-Length", "x");
@@ -87,7 +88,7 @@ fn declared_length_must_match_a_known_body() {
 #[test]
 fn declared_length_frames_a_reader_of_unknown_length() {
     let resp = Response::reader(&b"abc"[..], None).with_header("Content-Length", "3");
-    assert_eq!(plan(&resp, Version::Http11, false), Ok(Framing::Length(3)));
+    assert_eq!(plan(&resp, Version::Http11, false), Ok(ResponseFraming::Length(3)));
 }
 
 #[test]
@@ -133,4 +134,21 @@ fn decimal_encoding() {
         push_u64(&mut out, n);
         assert_eq!(out, n.to_string().as_bytes());
     }
+}
+
+#[test]
+fn borrowed_text_is_copied_short_text_in_place() {
+    let owned = String::from("a borrowed path, longer than thirty bytes");
+    let borrowed: &str = &owned;
+    let resp = Response::text(borrowed);
+    assert_eq!(resp.body_bytes(), Some(owned.as_bytes()));
+    let short = Response::text(&owned[..5]);
+    assert!(matches!(short.body, Payload::Inline { len: 5, .. }));
+    assert_eq!(short.body_bytes(), Some(&b"a bor"[..]));
+    let literal = Response::text("Testolope");
+    assert!(matches!(literal.body, Payload::Inline { .. }), "a short literal needs no allocation");
+    // Copied in place, a short body takes no more room than the others.
+    assert!(std::mem::size_of::<Payload>() <= 40, "{}", std::mem::size_of::<Payload>());
+    let embedded = Response::bytes(crate::Content::from_static(&[7; 100]));
+    assert!(matches!(embedded.body, Payload::Static(b) if b.len() == 100));
 }

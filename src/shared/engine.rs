@@ -1,0 +1,331 @@
+//! The concurrency core: the hub lock and what it guards, the condition
+//! variables idle workers and the server handle wait on, and every decision
+//! taken under the lock — which connection a worker serves next, when it
+//! polls its seat, sleeps, adopts another seat or retires; parking; hand-
+//! overs; the shutdown sweep. No sockets here: the readiness sets are
+//! reached through callbacks, so the model checks in `model.rs` run this
+//! very code under a controlled scheduler with a simulated network.
+//!
+//! # Invariants (under the hub lock)
+//!
+//! - An open connection is in exactly one place: parked in its slot, in a
+//!   seat's ready list, or held by one worker.
+//! - At most one thread polls a seat (`SeatBoard::begin_poll` asserts it).
+//!   A seat nobody polls is polled by the next worker that finds it free,
+//!   or handed over: an idle worker adopts it, or a new one is started.
+//! - A readiness event for a connection a worker holds marks its slot
+//!   pending; the park that follows hands the connection back to be served
+//!   again, so no edge is lost between the worker's last read and its park.
+//! - Threads: `live ≤ max`; an idle thread counted in `idle` is waiting on
+//!   `work` (or woken and about to take the lock back); an adoption is
+//!   pushed only while more threads are idle than adoptions are pending, so
+//!   each has a thread to take it, and an idle thread retires only when no
+//!   adoption is pending.
+
+use std::sync::PoisonError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mio::Token;
+
+use super::crew::{Crew, HandOver};
+use super::seats::SeatBoard;
+use super::slots::{Occupant, Slots};
+use crate::sync::{Condvar, Mutex, MutexGuard};
+
+/// How far shutdown has gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    Running,
+    /// Every request already received is in a ready list or with a worker:
+    /// workers leave once those are served. Parking closes idle
+    /// connections; one with a request in flight goes back to its worker to
+    /// be finished.
+    Swept,
+}
+
+/// What the hub lock guards.
+pub(crate) struct Hub<C> {
+    pub(crate) slots: Slots<C>,
+    pub(crate) board: SeatBoard<C>,
+    pub(crate) crew: Crew,
+    pub(crate) stage: Stage,
+}
+
+/// What a worker does next.
+pub(crate) enum Work<C> {
+    Serve(C),
+    /// Leave: an extra thread idle for its whole timeout, or shutdown done.
+    Leave,
+}
+
+/// What became of a connection handed back for parking.
+pub(crate) enum Parking<C> {
+    /// In its slot, waiting for readiness.
+    Done,
+    /// It became readable while the worker held it, or shutdown wants its
+    /// request finished: serve it again.
+    Again(C),
+    /// Shutdown: close it.
+    Close(C),
+}
+
+/// The hub, its lock and who waits on it.
+pub(crate) struct Engine<C> {
+    hub: Mutex<Hub<C>>,
+    /// Idle workers wait here.
+    work: Condvar,
+    /// The server handle waits here for workers to exit.
+    exited: Condvar,
+    /// Shutdown has begun.
+    stopping: AtomicBool,
+    /// How long an extra worker waits idle before it retires.
+    idle_timeout: Duration,
+}
+
+impl<C: Occupant> Engine<C> {
+    pub(crate) fn new(seats: usize, core: usize, max: usize, idle_timeout: Duration) -> Engine<C> {
+        let hub = Hub {
+            slots: Slots::new(),
+            board: SeatBoard::new(seats),
+            crew: Crew::new(core, max),
+            stage: Stage::Running,
+        };
+        Engine {
+            hub: Mutex::new(hub),
+            work: Condvar::new(),
+            exited: Condvar::new(),
+            stopping: AtomicBool::new(false),
+            idle_timeout,
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Hub<C>> {
+        // Nothing panics while holding the lock; a poisoned hub is still whole.
+        self.hub.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn stopping_flag(&self) -> &AtomicBool {
+        &self.stopping
+    }
+
+    /// The next connection for the worker sitting at `seat` (which changes
+    /// when the worker adopts another seat). A worker with nothing ready
+    /// polls its seat when nobody does — `poll(seat)`, called without the
+    /// lock, waits for readiness and reports it with [`Engine::deliver`] —
+    /// and else sleeps. An extra worker that sleeps for its whole idle
+    /// timeout leaves, and so does every worker once shutdown has swept
+    /// and nothing is left to serve.
+    pub(crate) fn next(&self, seat: &mut usize, mut poll: impl FnMut(usize)) -> Work<C> {
+        let mut hub = self.lock();
+        loop {
+            if let Some(conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
+                hub.slots.served(&conn);
+                return Work::Serve(conn);
+            }
+            let stopping = self.is_stopping();
+            if !stopping && !hub.board.is_polled(*seat) {
+                hub.board.begin_poll(*seat, true);
+                drop(hub);
+                poll(*seat);
+                hub = self.lock();
+                continue;
+            }
+            if stopping && hub.stage == Stage::Swept {
+                hub.crew.exited(false);
+                self.exited.notify_all();
+                return Work::Leave;
+            }
+            hub.crew.went_idle();
+            let timed_out = if hub.crew.has_extra() {
+                let (guard, wait) =
+                    self.work.wait_timeout(hub, self.idle_timeout).unwrap_or_else(PoisonError::into_inner);
+                hub = guard;
+                wait.timed_out()
+            } else {
+                hub = self.work.wait(hub).unwrap_or_else(PoisonError::into_inner);
+                false
+            };
+            hub.crew.woke();
+            // An adoption is for a thread that was idle, as this one was
+            // (a busy worker passing by would leave its own seat).
+            if let Some(adopted) = hub.crew.take_adoption() {
+                *seat = adopted;
+                hub.board.unclaim(adopted);
+                continue;
+            }
+            if timed_out && hub.crew.may_retire() && !self.is_stopping() {
+                hub.crew.exited(true);
+                self.exited.notify_all();
+                return Work::Leave;
+            }
+        }
+    }
+
+    /// The end of a poll of `seat` (whose `polled` flag the caller set):
+    /// parked connections among `woken` join the seat's ready list, those a
+    /// worker holds are marked pending; the seat is free again.
+    pub(crate) fn deliver(&self, seat: usize, woken: impl IntoIterator<Item = Token>, by_worker: bool) {
+        let mut hub = self.lock();
+        for token in woken {
+            if let Some(conn) = hub.slots.wake(token) {
+                hub.board.push_ready(seat, conn);
+            }
+        }
+        hub.board.end_poll(seat, by_worker);
+        if self.is_stopping() {
+            // The sweep waits for every seat to be free.
+            self.work.notify_all();
+        }
+        if !by_worker && hub.board.queued() > 0 && hub.crew.idle() > 0 {
+            // Nobody may be sitting at this seat: wake a worker for its work.
+            self.work.notify_one();
+        }
+    }
+
+    /// Finds a thread to take over `seat` while its worker is busy: an idle
+    /// one is asked to adopt it, or (`HandOver::Spawn`) the caller must
+    /// start one for it; `AtBound` when no thread may be had. Nothing when
+    /// the seat is polled or already handed over. `tick` is the monitor's.
+    pub(crate) fn hand_over(&self, seat: usize, tick: u64) -> Option<HandOver> {
+        let mut hub = self.lock();
+        if !hub.board.is_free(seat) || self.is_stopping() {
+            return None;
+        }
+        let how = hub.crew.hand_over(seat, tick);
+        match how {
+            HandOver::Adopt => {
+                hub.board.claim(seat);
+                self.work.notify_one();
+            }
+            HandOver::Spawn => hub.board.claim(seat),
+            HandOver::AtBound => {}
+        }
+        Some(how)
+    }
+
+    /// Counts a thread about to be started at `seat`, if the bound allows;
+    /// the seat is claimed for it until it arrives (so a seat whose first
+    /// worker is starting is not taken for one that needs a thread).
+    pub(crate) fn reserve(&self, seat: usize) -> bool {
+        let mut hub = self.lock();
+        let reserved = hub.crew.reserve();
+        if reserved {
+            hub.board.claim(seat);
+        }
+        reserved
+    }
+
+    /// A thread started for `seat` begins its work there.
+    pub(crate) fn arrive(&self, seat: usize) {
+        self.lock().board.unclaim(seat);
+    }
+
+    /// A thread counted for `seat` could not be started (at monitor tick
+    /// `tick`).
+    pub(crate) fn spawn_failed(&self, seat: usize, tick: u64) {
+        let mut hub = self.lock();
+        hub.crew.spawn_failed(tick);
+        hub.board.unclaim(seat);
+        self.exited.notify_all();
+    }
+
+    /// Parks `conn` (already watched by its seat), unless it became readable
+    /// while held or shutdown has closed the lot (`in_flight`: it has a
+    /// request to finish).
+    pub(crate) fn park(&self, conn: C, in_flight: bool) -> Parking<C> {
+        let mut hub = self.lock();
+        if hub.stage != Stage::Running {
+            return if in_flight { Parking::Again(conn) } else { Parking::Close(conn) };
+        }
+        match hub.slots.park(conn) {
+            Some(again) => Parking::Again(again),
+            None => Parking::Done,
+        }
+    }
+
+    /// Puts a connection that yielded its turn at the back of its seat's
+    /// ready list: it has more to do, and no readiness edge will say so.
+    pub(crate) fn requeue(&self, conn: C) {
+        let seat = conn.seat();
+        self.lock().board.push_ready(seat, conn);
+    }
+
+    /// Queues a connection to be served at `seat`.
+    pub(crate) fn requeue_at(&self, seat: usize, conn: C) {
+        self.lock().board.push_ready(seat, conn);
+    }
+
+    /// Frees the slot of a closed connection.
+    pub(crate) fn free(&self, slot: u32) {
+        self.lock().slots.free(slot);
+    }
+
+    /// Starts shutdown and wakes the idle workers.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        let _hub = self.lock();
+        self.work.notify_all();
+    }
+
+    /// The sweep's first step: once no worker polls, every seat is marked
+    /// polled for the caller, who polls each once and [`delivers`](Engine::deliver).
+    pub(crate) fn claim_all_seats(&self) -> usize {
+        let mut hub = self.lock();
+        while hub.board.any_polled() {
+            hub = self.work.wait_timeout(hub, Duration::from_millis(100)).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        let seats = hub.board.seats();
+        (0..seats).for_each(|seat| hub.board.begin_poll(seat, false));
+        seats
+    }
+
+    /// The sweep's last step: parked connections with a request in flight
+    /// join their seat's ready list (their workers finish them), the others
+    /// are returned to be closed; then the workers may leave.
+    pub(crate) fn sweep_parked(&self, in_flight: impl Fn(&C) -> bool) -> Vec<C> {
+        let mut hub = self.lock();
+        let mut idle = Vec::new();
+        for conn in hub.slots.take_parked() {
+            if in_flight(&conn) {
+                let seat = conn.seat();
+                hub.board.push_ready(seat, conn);
+            } else {
+                idle.push(conn);
+            }
+        }
+        hub.stage = Stage::Swept;
+        self.work.notify_all();
+        idle
+    }
+
+    /// Wakes every idle worker as a timeout would (model checks).
+    #[cfg(all(test, httpool_shuttle))]
+    pub(crate) fn poke_idle(&self) {
+        let _hub = self.lock();
+        self.work.notify_all();
+    }
+
+    /// Waits until every worker has left, at most until `deadline` (`None`:
+    /// without limit). True when they all did.
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
+        let mut hub = self.lock();
+        while hub.crew.live() > 0 {
+            hub = match deadline {
+                None => self.exited.wait(hub).unwrap_or_else(PoisonError::into_inner),
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.exited.wait_timeout(hub, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            };
+        }
+        true
+    }
+}

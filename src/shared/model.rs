@@ -1,0 +1,374 @@
+//! Model checks of the engine's core ([`Engine`]): its real code, with the
+//! locks and condition variables of the shuttle model checker (`--cfg
+//! httpool_shuttle`, see `src/sync.rs`), whose scheduler runs many
+//! interleavings of the threads, chosen at random and by probabilistic
+//! concurrency testing. The network is simulated in memory as the kernel
+//! behaves: edge-triggered readiness (an arrival on a registered connection
+//! queues one event for its seat; registering a connection with bytes
+//! already in queues one too), reads that take everything there is.
+//!
+//! A lost wake-up, a seat no thread takes over, a worker that never wakes or
+//! leaves, shows up as threads all blocked: shuttle reports a deadlock and
+//! the check fails. Run by `ci/test.sh`:
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg httpool_shuttle" cargo test --lib shared::model
+//! ```
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mio::Token;
+use shuttle::sync::{Condvar, Mutex};
+use shuttle::thread;
+
+use super::crew::HandOver;
+use super::engine::{Engine, Parking, Work};
+use super::slots::{Occupant, token};
+
+/// A connection as the engine sees it.
+struct Fake {
+    slot: u32,
+    generation: u32,
+    seat: usize,
+    /// Its index in the simulated network.
+    id: usize,
+}
+
+impl Occupant for Fake {
+    fn place(&self) -> (u32, u32) {
+        (self.slot, self.generation)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    fn seat(&self) -> usize {
+        self.seat
+    }
+}
+
+/// The simulated kernel: per connection, bytes arrived and not read, and
+/// the seat it is registered with; per seat, readiness events not yet
+/// polled.
+#[derive(Default)]
+struct Net {
+    unread: Vec<u32>,
+    registered: Vec<Option<Token>>,
+    seat_of: Vec<usize>,
+    events: Vec<Vec<Token>>,
+    /// Bytes read by workers, per connection.
+    served: Vec<u32>,
+    /// Requests the gate holds: a handler waits while its connection is
+    /// listed here.
+    gated: Vec<usize>,
+    /// Shutdown: pollers return at once.
+    stopped: bool,
+}
+
+struct World {
+    engine: Engine<Fake>,
+    net: Mutex<Net>,
+    /// Signalled on every change of `net`.
+    changed: Condvar,
+}
+
+impl World {
+    fn new(seats: usize, conns: usize, core: usize, max: usize) -> Arc<World> {
+        let net = Net {
+            unread: vec![0; conns],
+            registered: vec![None; conns],
+            seat_of: (0..conns).map(|c| c % seats).collect(),
+            events: vec![Vec::new(); seats],
+            served: vec![0; conns],
+            ..Net::default()
+        };
+        let world = Arc::new(World {
+            engine: Engine::new(seats, core, max, std::time::Duration::from_secs(1)),
+            net: Mutex::new(net),
+            changed: Condvar::new(),
+        });
+        // Every connection starts parked in its slot (as after its first
+        // request), unregistered until its first park.
+        for id in 0..conns {
+            let mut hub = world.engine.lock();
+            let (slot, generation) = hub.slots.take();
+            let fake = Fake { slot, generation, seat: id % seats, id };
+            assert!(hub.slots.park(fake).is_none());
+        }
+        world
+    }
+
+    /// The client sends a byte on `id`: with the connection registered,
+    /// the kernel queues a readiness event for its seat.
+    fn send(&self, id: usize) {
+        let mut net = self.net.lock().unwrap();
+        net.unread[id] += 1;
+        if let Some(token) = net.registered[id] {
+            let seat = net.seat_of[id];
+            net.events[seat].push(token);
+        }
+        self.changed.notify_all();
+    }
+
+    /// A worker polls `seat`: waits for events (or shutdown), then hands
+    /// them to the engine.
+    fn poll(&self, seat: usize) {
+        let mut net = self.net.lock().unwrap();
+        while net.events[seat].is_empty() && !net.stopped {
+            net = self.changed.wait(net).unwrap();
+        }
+        let events = std::mem::take(&mut net.events[seat]);
+        drop(net);
+        self.engine.deliver(seat, events, true);
+    }
+
+    /// A worker serves `conn`: reads all there is (its handler waits while
+    /// the gate holds it).
+    fn serve(&self, conn: &Fake) {
+        let mut net = self.net.lock().unwrap();
+        while net.gated.contains(&conn.id) {
+            net = self.changed.wait(net).unwrap();
+        }
+        let bytes = std::mem::take(&mut net.unread[conn.id]);
+        net.served[conn.id] += bytes;
+        self.changed.notify_all();
+    }
+
+    /// A park registers the connection with its seat the first time; the
+    /// kernel reports bytes already there at once (epoll does at
+    /// `EPOLL_CTL_ADD`). Bytes that arrived between the read and this are
+    /// therefore not lost either.
+    fn register(&self, conn: &Fake) {
+        let mut net = self.net.lock().unwrap();
+        if net.registered[conn.id].is_some() {
+            return;
+        }
+        let token = token(conn.slot, conn.generation);
+        net.registered[conn.id] = Some(token);
+        if net.unread[conn.id] > 0 {
+            let seat = net.seat_of[conn.id];
+            net.events[seat].push(token);
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits until connection `id` has had a byte read.
+    fn wait_served_one(&self, id: usize) {
+        let mut net = self.net.lock().unwrap();
+        while net.served[id] < 1 {
+            net = self.changed.wait(net).unwrap();
+        }
+    }
+
+    /// Waits until every connection has had `bytes` read.
+    fn wait_served(&self, bytes: u32) {
+        let mut net = self.net.lock().unwrap();
+        while net.served.iter().any(|&s| s < bytes) {
+            net = self.changed.wait(net).unwrap();
+        }
+    }
+
+    /// Shutdown as the server runs it: stop, let the pollers go, sweep (no
+    /// request is in flight), wait for every worker to leave.
+    fn shut_down(&self) {
+        self.engine.stop();
+        let mut net = self.net.lock().unwrap();
+        net.stopped = true;
+        self.changed.notify_all();
+        drop(net);
+        let seats = self.engine.claim_all_seats();
+        for seat in 0..seats {
+            self.engine.deliver(seat, [], false);
+        }
+        for fake in self.engine.sweep_parked(|_| false) {
+            self.engine.free(fake.slot);
+        }
+        assert!(self.engine.wait_for_workers(None));
+        assert_eq!(self.engine.lock().crew.live(), 0);
+    }
+}
+
+/// A worker's loop, as `pool.rs` runs it.
+fn worker(world: Arc<World>, mut seat: usize) {
+    world.engine.arrive(seat);
+    while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s| world.poll(s)) {
+        loop {
+            world.serve(&conn);
+            world.register(&conn);
+            match world.engine.park(conn, false) {
+                Parking::Done => break,
+                Parking::Again(again) => conn = again,
+                Parking::Close(closed) => {
+                    world.engine.free(closed.slot);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Starts `n` core workers, spread over the seats.
+fn start_workers(world: &Arc<World>, n: usize, seats: usize) -> Vec<thread::JoinHandle<()>> {
+    (0..n)
+        .map(|i| {
+            assert!(world.engine.reserve(i % seats));
+            let world = world.clone();
+            thread::spawn(move || worker(world, i % seats))
+        })
+        .collect()
+}
+
+/// Bytes sent at any moment — between a worker's read and its park, while
+/// another polls, while the connection waits in a ready list — are all read:
+/// no readiness edge is lost.
+fn no_byte_is_left_unread() {
+    const SEATS: usize = 2;
+    const CONNS: usize = 3;
+    const BYTES: u32 = 2;
+    let world = World::new(SEATS, CONNS, 2, 2);
+    // The first request of each connection arrived before the model starts:
+    // queue them as the deferred accept does.
+    for id in 0..CONNS {
+        world.net.lock().unwrap().unread[id] = 1;
+        let mut hub = world.engine.lock();
+        let conn = hub.slots.wake(token_of(&world, id)).expect("parked");
+        hub.board.push_ready(id % SEATS, conn);
+    }
+    let workers = start_workers(&world, 2, SEATS);
+    let client = {
+        let world = world.clone();
+        thread::spawn(move || {
+            for _ in 1..BYTES {
+                for id in 0..CONNS {
+                    world.send(id);
+                }
+            }
+        })
+    };
+    client.join().unwrap();
+    world.wait_served(BYTES);
+    world.shut_down();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+}
+
+/// The token of connection `id` (its slot was taken in order).
+fn token_of(world: &World, id: usize) -> Token {
+    let _ = world;
+    token(id as u32, 1)
+}
+
+/// A seat whose worker is held by a handler that blocks is taken over —
+/// by a thread started for it within the bound — again when that thread
+/// takes ready work that blocks in turn, and a request on a third
+/// connection of the seat is served while both handlers still block.
+fn a_seat_whose_worker_blocks_is_taken_over() {
+    const MAX: usize = 3;
+    let world = World::new(1, 3, 1, MAX);
+    // Connections 0 and 1 have requests whose handlers block until 2 is
+    // served; both wait in the seat's ready list.
+    {
+        let mut net = world.net.lock().unwrap();
+        net.gated.extend([0, 1]);
+        net.unread[0] = 1;
+        net.unread[1] = 1;
+        // Connection 2 is registered, as after an earlier request.
+        net.registered[2] = Some(token_of(&world, 2));
+    }
+    {
+        let mut hub = world.engine.lock();
+        for id in [0, 1] {
+            let conn = hub.slots.wake(token_of(&world, id)).expect("parked");
+            hub.board.push_ready(0, conn);
+        }
+    }
+    let workers = Arc::new(Mutex::new(start_workers(&world, 1, 1)));
+    let stop = Arc::new(Mutex::new(false));
+    let monitor = {
+        let (world, stop, workers) = (world.clone(), stop.clone(), workers.clone());
+        thread::spawn(move || {
+            // The monitor's look, reduced: a seat nobody polls is handed
+            // over; a thread is started when none is idle.
+            while !*stop.lock().unwrap() {
+                if let Some(HandOver::Spawn) = world.engine.hand_over(0, 0) {
+                    let w = world.clone();
+                    workers.lock().unwrap().push(thread::spawn(move || worker(w, 0)));
+                }
+                assert!(world.engine.lock().crew.live() <= MAX, "more threads than the bound");
+                thread::yield_now();
+            }
+        })
+    };
+    world.send(2);
+    world.wait_served_one(2);
+    {
+        let mut net = world.net.lock().unwrap();
+        assert_eq!((net.served[0], net.served[1]), (0, 0), "the blocked handlers have not finished");
+        net.gated.clear();
+        world.changed.notify_all();
+    }
+    world.wait_served(1);
+    *stop.lock().unwrap() = true;
+    monitor.join().unwrap();
+    world.shut_down();
+    let workers = std::mem::take(&mut *workers.lock().unwrap());
+    workers.into_iter().for_each(|w| w.join().unwrap());
+}
+
+/// An extra idle worker whose wait times out while a seat is handed to it
+/// does not retire with the adoption pending: the seat's ready work is
+/// served.
+fn an_adoption_is_not_lost_to_a_retiring_worker() {
+    let world = World::new(2, 2, 1, 3);
+    // The core worker and an extra one both start at seat 0: one polls it,
+    // the other waits idle (and may time out). Seat 1 has no worker.
+    let mut workers = start_workers(&world, 1, 2);
+    assert!(world.engine.reserve(0));
+    let extra = world.clone();
+    workers.push(thread::spawn(move || worker(extra, 0)));
+    // Timeouts fire now and then.
+    let ticker = {
+        let w = world.clone();
+        thread::spawn(move || {
+            for _ in 0..3 {
+                w.engine.poke_idle();
+                thread::yield_now();
+            }
+        })
+    };
+    // Seat 1's connection has a request (as if just accepted there), and
+    // the seat is handed over: to the idle worker, or one started for it.
+    {
+        world.net.lock().unwrap().unread[1] = 1;
+        let mut hub = world.engine.lock();
+        let conn = hub.slots.wake(token_of(&world, 1)).expect("parked");
+        hub.board.push_ready(1, conn);
+    }
+    if let Some(HandOver::Spawn) = world.engine.hand_over(1, 0) {
+        let w = world.clone();
+        workers.push(thread::spawn(move || worker(w, 1)));
+    }
+    world.wait_served_one(1);
+    ticker.join().unwrap();
+    world.shut_down();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+}
+
+#[test]
+fn model_no_byte_is_left_unread() {
+    shuttle::check_random(no_byte_is_left_unread, 3000);
+    shuttle::check_pct(no_byte_is_left_unread, 3000, 3);
+}
+
+#[test]
+fn model_a_seat_whose_worker_blocks_is_taken_over() {
+    shuttle::check_random(a_seat_whose_worker_blocks_is_taken_over, 2000);
+    shuttle::check_pct(a_seat_whose_worker_blocks_is_taken_over, 2000, 3);
+}
+
+#[test]
+fn model_an_adoption_is_not_lost_to_a_retiring_worker() {
+    shuttle::check_random(an_adoption_is_not_lost_to_a_retiring_worker, 3000);
+    shuttle::check_pct(an_adoption_is_not_lost_to_a_retiring_worker, 3000, 3);
+}
