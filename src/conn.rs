@@ -613,6 +613,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
 
 /// Runs the handler on the request at the front of the buffer and reads or
 /// drains what it left of the body; the buffer then starts after it.
+#[inline(always)]
 fn exchange<T: Transport, H: Handler + ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
@@ -667,6 +668,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
 
 /// The response and its framing, or a `500` in its place when the handler's
 /// response cannot be sent as it is.
+#[inline(always)]
 fn checked(resp: Response, head: &Head, is_head: bool, is_connect: bool, peer: Peer) -> (Response, ResponseFraming) {
     let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
     let planned = match plan(&resp, head.version, is_head) {

@@ -155,10 +155,11 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) {
 
 /// Serves `conn` turn after turn while it has something to do at once, then
 /// parks, requeues or closes it.
+#[inline(always)]
 fn serve_until_parked<H: Handler>(
     shared: &Shared,
     handler: &H,
-    mut conn: Conn,
+    mut conn: Box<Conn>,
     scratch: &mut Scratch,
     waiter: &mut Waiter,
     place: &mut Place<'_>,

@@ -48,7 +48,7 @@ fn testolope_nokeepalive_closes() {
 
 #[test]
 fn the_example_sleep_route_answers_and_leaves_the_others_to_testolope() {
-    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(testolope::blocking_or_testolope).unwrap();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(testolope::testolope).unwrap();
     let mut conn = connect(server.local_addr());
     send(&mut conn, &get("/sleep"));
     let reply = read_reply(&mut conn, false).unwrap();

@@ -59,7 +59,7 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) seats: Vec<Seat>,
     accepting: Accepting,
-    pub(crate) engine: Engine<Conn>,
+    pub(crate) engine: Engine<Box<Conn>>,
     /// The monitor sleeps for long (no seat busy); a worker that starts
     /// serving wakes it.
     pub(crate) monitor_dozing: AtomicBool,
@@ -114,7 +114,7 @@ impl Shared {
     }
 
     /// The next connection for the worker at `seat`: see [`Engine::next`].
-    pub(crate) fn next(&self, seat: &mut usize) -> Work<Conn> {
+    pub(crate) fn next(&self, seat: &mut usize) -> Work<Box<Conn>> {
         self.engine.next(seat, |seat| {
             self.poll_seat(seat, None, true);
         })
@@ -164,7 +164,7 @@ impl Shared {
     /// Hands a connection with nothing to read back to its seat. Returns it
     /// when bytes arrived while the worker held it (serve it again), or at
     /// shutdown when it has a request in flight (finish it, waiting).
-    pub(crate) fn park(&self, mut conn: Conn) -> Option<Conn> {
+    pub(crate) fn park(&self, mut conn: Box<Conn>) -> Option<Box<Conn>> {
         conn.deadline = conn.state.deadline(&self.config);
         // Only room to write matters while an answer is unsent: what the
         // client sends meanwhile waits until it is out.
@@ -196,7 +196,7 @@ impl Shared {
 
     /// Puts a connection that yielded its turn at the back of its seat's
     /// ready list: see [`Engine::requeue`].
-    pub(crate) fn requeue(&self, conn: Conn) {
+    pub(crate) fn requeue(&self, conn: Box<Conn>) {
         self.engine.requeue(conn);
     }
 
@@ -216,7 +216,7 @@ impl Shared {
     }
 
     /// Closes a connection and frees its slot.
-    pub(crate) fn close(&self, conn: Conn) {
+    pub(crate) fn close(&self, conn: Box<Conn>) {
         let slot = conn.slot();
         drop(conn);
         self.engine.free(slot);

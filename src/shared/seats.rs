@@ -95,7 +95,7 @@ impl Seat {
 }
 
 /// Per seat: its ready list and who watches it. Lives under the hub lock.
-pub(crate) struct SeatBoard<C = Conn> {
+pub(crate) struct SeatBoard<C = Box<Conn>> {
     /// Readable connections per seat, oldest first.
     ready: Vec<VecDeque<C>>,
     /// Connections in all ready lists.

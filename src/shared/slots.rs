@@ -38,6 +38,22 @@ pub(crate) trait Occupant {
     fn seat(&self) -> usize;
 }
 
+/// A connection moves between its slot, the ready lists and workers as a
+/// box: one pointer, however large the connection's state.
+impl<T: Occupant> Occupant for Box<T> {
+    fn place(&self) -> (u32, u32) {
+        (**self).place()
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        (**self).deadline()
+    }
+
+    fn seat(&self) -> usize {
+        (**self).seat()
+    }
+}
+
 impl Occupant for Conn {
     fn place(&self) -> (u32, u32) {
         (self.slot, self.generation)
@@ -61,8 +77,8 @@ impl Conn {
         state: ConnState,
         (slot, generation): (u32, u32),
         seat: usize,
-    ) -> Conn {
-        Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None }
+    ) -> Box<Conn> {
+        Box::new(Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None })
     }
 
     /// The worker took the socket off its seat (see
@@ -118,7 +134,7 @@ enum Slot<C> {
 pub(crate) type Timer = (Instant, u32, u32);
 
 /// The slots, and the deadlines of the parked connections in them.
-pub(crate) struct Slots<C = Conn> {
+pub(crate) struct Slots<C = Box<Conn>> {
     slots: Vec<Slot<C>>,
     /// The latest generation handed out per slot.
     generations: Vec<u32>,
