@@ -241,9 +241,11 @@ med = lambda xs: statistics.median(xs)
 wrk = "wrk -t1 on CPU 1, server on CPU 0" if pin == "1" else "wrk -t2, unpinned"
 print(f"\n{wrk}; -c{conns}; {rounds} rounds x {duration}s; medians"
       " (errors: socket errors + non-2xx, summed over rounds)")
-for mode in ("keepalive", "nokeepalive"):
-    if not any(m == mode for _, m in data):
-        continue
+modes = []
+for _, mode, *_ in rows:
+    if mode not in modes:
+        modes.append(mode)
+for mode in modes:
     print(f"\n{mode}:")
     head = f"{'server':<14}{'req/s':>10}{'p99 µs':>10}{'CPU µs/req':>12}{'sys %':>7}{'errors':>8}"
     if base:

@@ -1,7 +1,8 @@
-//! A small JSON API with `serde_json`: a to-do list in memory.
+//! A small JSON API with `Request::json` and `Response::json` (feature
+//! `json`): a to-do list in memory.
 //!
 //! ```sh
-//! cargo run --example json_api            # 127.0.0.1:8008
+//! cargo run --features json --example json_api            # 127.0.0.1:8008
 //! curl -i -H 'Content-Type: application/json' -d '{"title":"write docs"}' http://127.0.0.1:8008/todos
 //! curl -i http://127.0.0.1:8008/todos
 //! ```
@@ -55,18 +56,12 @@ impl ApiError {
     }
 }
 
-/// A body that could not be read: `413` past the limit, `400` for one
-/// that is not UTF-8, and so on (see `httpool::Error::status`).
+/// A body that could not be read or is not a to-do: `415` for another
+/// `Content-Type`, `413` past the limit, `400` for JSON that is not a
+/// to-do, and so on (see `httpool::Error::status`).
 impl From<httpool::Error> for ApiError {
     fn from(e: httpool::Error) -> ApiError {
         ApiError::new(e.status(), e)
-    }
-}
-
-/// A body that is not a to-do.
-impl From<serde_json::Error> for ApiError {
-    fn from(e: serde_json::Error) -> ApiError {
-        ApiError::new(400, format!("invalid to-do: {e}"))
     }
 }
 
@@ -77,10 +72,7 @@ impl IntoResponse for ApiError {
 }
 
 fn json(status: u16, value: &impl Serialize) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(body) => Response::bytes(body).with_status(status).with_content_type("application/json"),
-        Err(_) => Response::status(500),
-    }
+    Response::json(value).with_status(status)
 }
 
 fn lock(todos: &Mutex<Todos>) -> std::sync::MutexGuard<'_, Todos> {
@@ -89,13 +81,7 @@ fn lock(todos: &Mutex<Todos>) -> std::sync::MutexGuard<'_, Todos> {
 }
 
 fn create(todos: &Mutex<Todos>, req: &mut Request) -> Result<Response, ApiError> {
-    let is_json = req.header("content-type").is_some_and(|ct| {
-        ct.split(';').next().is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-    });
-    if !is_json {
-        return Err(ApiError::new(415, "expected Content-Type: application/json"));
-    }
-    let new: NewTodo = serde_json::from_slice(&req.read_body(MAX_BODY)?)?;
+    let new: NewTodo = req.json_within(MAX_BODY)?;
     let mut todos = lock(todos);
     todos.next_id += 1;
     let todo = Todo { id: todos.next_id, title: new.title, done: new.done };

@@ -40,13 +40,8 @@ const PAGE: &str = r#"<!doctype html>
 "#;
 
 /// The `n` query parameter, capped; 5 when absent or not a number.
-pub fn ticks(query: Option<&str>) -> u32 {
-    let n = query
-        .into_iter()
-        .flat_map(|q| q.split('&'))
-        .find_map(|pair| pair.strip_prefix("n="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(5);
+pub fn ticks(req: &Request) -> u32 {
+    let n = req.query_param("n").and_then(|n| n.parse().ok()).unwrap_or(5);
     n.min(MAX_TICKS)
 }
 
@@ -73,8 +68,8 @@ pub fn events(n: u32, interval: Duration) -> Response {
 /// The page at `/` and the stream at `/events`.
 pub fn handler(req: &mut Request) -> Response {
     match (req.method(), req.path()) {
-        ("GET" | "HEAD", "/") => Response::text(PAGE).with_content_type("text/html; charset=utf-8"),
-        ("GET", "/events") => events(ticks(req.query()), TICK),
+        ("GET" | "HEAD", "/") => Response::html(PAGE),
+        ("GET", "/events") => events(ticks(req), TICK),
         (_, "/") => Response::status(405).with_header("Allow", "GET, HEAD"),
         (_, "/events") => Response::status(405).with_header("Allow", "GET"),
         _ => Response::status(404),

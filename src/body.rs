@@ -306,6 +306,20 @@ impl<'a> Body<'a> {
         self.received
     }
 
+    /// The bytes still to come when `Content-Length` says it; `None` for a
+    /// chunked body.
+    pub(crate) fn remaining_len(&self) -> Option<u64> {
+        match &self.framing {
+            Decoding::Length { left } => Some(*left),
+            Decoding::Chunked(_) => None,
+        }
+    }
+
+    /// How reading failed, once it has.
+    pub(crate) fn failure(&self) -> Option<BodyError> {
+        self.error
+    }
+
     fn fail(&mut self, e: BodyError) -> io::Error {
         self.error = Some(e);
         e.into_io()

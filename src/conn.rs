@@ -634,8 +634,9 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     // A body that is already here needs no `100 Continue` (RFC 9110
     // §10.1.1), and one sent now could overtake queued responses.
     let continue_due = head.expect_continue && needs_socket;
+    let tls = io.is_tls();
     let body = Body::new(head.body, io, rest, buffered_body, cx.config.body_bounds(), continue_due);
-    let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, body);
+    let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);
     let method = req.method();
     let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
     let (resp, blocked) = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, slow_before);

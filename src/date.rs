@@ -48,7 +48,7 @@ pub fn http_date(time: SystemTime) -> String {
 }
 
 const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
-const MONTHS: [&[u8; 3]; 12] =
+pub(crate) const MONTHS: [&[u8; 3]; 12] =
     [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
 
 /// Formats seconds since the Unix epoch as IMF-fixdate.
@@ -75,7 +75,7 @@ fn put2(out: &mut [u8], n: u64) {
 
 /// Days since 1970-01-01 to (year, month 1..=12, day 1..=31) in the proleptic
 /// Gregorian calendar (the well-known era-based conversion).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
+pub(crate) fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z % 146_097;

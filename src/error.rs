@@ -3,14 +3,30 @@
 use std::{error, fmt, io};
 
 /// What went wrong, broadly. More kinds may be added.
+///
+/// Each kind says which status a handler should answer with when the error
+/// came from reading a request (`Request::read_body`, `form`, `json`,
+/// `path_decoded`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// A request body was larger than the limit given.
+    /// A request body was larger than the limit given, or than the server's
+    /// `max_body_bytes`: `413 Content Too Large`.
     BodyTooLarge,
-    /// A request body was not valid UTF-8.
+    /// A request body was not valid UTF-8: `400 Bad Request`.
     InvalidUtf8,
+    /// The request's content is malformed: a form that does not decode to
+    /// UTF-8, JSON that does not parse or does not fit the type asked for,
+    /// a path with a bad percent-escape, a chunked body with bad framing:
+    /// `400 Bad Request`.
+    BadRequest,
+    /// The request body's `Content-Type` is not the one the helper reads
+    /// (or is missing): `415 Unsupported Media Type`.
+    UnsupportedMediaType,
     /// Any other I/O error; see [`Error::source`](std::error::Error::source).
+    /// When it came from reading the request body (the client went away or
+    /// was too slow), the server answers by itself (`408`, or closes): the
+    /// handler's response is not sent.
     Io,
 }
 
@@ -19,7 +35,7 @@ pub enum ErrorKind {
 pub struct Error {
     kind: ErrorKind,
     context: &'static str,
-    source: Option<io::Error>,
+    source: Option<Box<dyn error::Error + Send + Sync>>,
 }
 
 impl Error {
@@ -28,16 +44,30 @@ impl Error {
         self.kind
     }
 
+    pub(crate) fn new(kind: ErrorKind, context: &'static str) -> Error {
+        Error { kind, context, source: None }
+    }
+
+    pub(crate) fn with_source(mut self, source: impl Into<Box<dyn error::Error + Send + Sync>>) -> Error {
+        self.source = Some(source.into());
+        self
+    }
+
     pub(crate) fn body_too_large(_limit: usize) -> Error {
-        Error { kind: ErrorKind::BodyTooLarge, context: "request body over the limit", source: None }
+        Error::new(ErrorKind::BodyTooLarge, "request body over the limit")
     }
 
     pub(crate) fn invalid_utf8() -> Error {
-        Error { kind: ErrorKind::InvalidUtf8, context: "request body is not UTF-8", source: None }
+        Error::new(ErrorKind::InvalidUtf8, "request body is not UTF-8")
     }
 
     pub(crate) fn from_body(e: io::Error) -> Error {
-        Error { kind: ErrorKind::Io, context: "reading the request body", source: Some(e) }
+        Error::new(ErrorKind::Io, "reading the request body").with_source(e)
+    }
+
+    /// The `io::Error` this error wraps, if any.
+    fn io_source(&self) -> Option<&io::Error> {
+        self.source.as_deref().and_then(|s| s.downcast_ref::<io::Error>())
     }
 }
 
@@ -49,6 +79,8 @@ impl Error {
     /// |---|---|
     /// | [`BodyTooLarge`](ErrorKind::BodyTooLarge) | `413 Content Too Large` |
     /// | [`InvalidUtf8`](ErrorKind::InvalidUtf8) | `400 Bad Request` |
+    /// | [`BadRequest`](ErrorKind::BadRequest) | `400 Bad Request` |
+    /// | [`UnsupportedMediaType`](ErrorKind::UnsupportedMediaType) | `415 Unsupported Media Type` |
     /// | [`Io`](ErrorKind::Io), the body read timed out | `408 Request Timeout` |
     /// | [`Io`](ErrorKind::Io), the body was malformed or cut short | `400 Bad Request` |
     /// | [`Io`](ErrorKind::Io), anything else | `500 Internal Server Error` |
@@ -60,8 +92,9 @@ impl Error {
         // Matched in full: a new kind must choose its status here.
         match self.kind {
             ErrorKind::BodyTooLarge => 413,
-            ErrorKind::InvalidUtf8 => 400,
-            ErrorKind::Io => match self.source.as_ref().map(io::Error::kind) {
+            ErrorKind::InvalidUtf8 | ErrorKind::BadRequest => 400,
+            ErrorKind::UnsupportedMediaType => 415,
+            ErrorKind::Io => match self.io_source().map(io::Error::kind) {
                 Some(io::ErrorKind::TimedOut) => 408,
                 Some(io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) => 400,
                 _ => 500,
@@ -81,15 +114,15 @@ impl fmt::Display for Error {
 
 impl error::Error for Error {
     fn source(&self) -> Option<&(dyn error::Error + 'static)> {
-        self.source.as_ref().map(|e| e as _)
+        self.source.as_deref().map(|e| e as _)
     }
 }
 
 impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
         let kind = match e.kind {
-            ErrorKind::BodyTooLarge | ErrorKind::InvalidUtf8 => io::ErrorKind::InvalidData,
-            ErrorKind::Io => e.source.as_ref().map_or(io::ErrorKind::Other, io::Error::kind),
+            ErrorKind::Io => e.io_source().map_or(io::ErrorKind::Other, io::Error::kind),
+            _ => io::ErrorKind::InvalidData,
         };
         io::Error::new(kind, e)
     }
@@ -106,5 +139,24 @@ mod tests {
         assert_eq!(e.to_string(), "reading the request body: slow");
         assert!(error::Error::source(&e).is_some());
         assert_eq!(io::Error::from(e).kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn each_kind_has_its_status() {
+        let io = |kind| Error::from_body(io::Error::new(kind, "x")).status();
+        assert_eq!(Error::body_too_large(1).status(), 413);
+        assert_eq!(Error::invalid_utf8().status(), 400);
+        assert_eq!(Error::new(ErrorKind::BadRequest, "bad JSON").status(), 400);
+        assert_eq!(Error::new(ErrorKind::UnsupportedMediaType, "not JSON").status(), 415);
+        assert_eq!((io(io::ErrorKind::TimedOut), io(io::ErrorKind::InvalidData)), (408, 400));
+        assert_eq!(io(io::ErrorKind::Other), 500);
+    }
+
+    #[test]
+    fn content_errors_become_invalid_data() {
+        let e = Error::new(ErrorKind::UnsupportedMediaType, "expected a form");
+        assert_eq!(e.to_string(), "expected a form");
+        assert!(error::Error::source(&e).is_none());
+        assert_eq!(io::Error::from(e).kind(), io::ErrorKind::InvalidData);
     }
 }

@@ -35,6 +35,11 @@ pub(crate) trait Transport: Read + Write {
         false
     }
 
+    /// True for a TLS connection (`Request::is_tls`).
+    fn is_tls(&self) -> bool {
+        false
+    }
+
     /// True when a read that returns fewer bytes than asked for has emptied
     /// the socket (plain TCP and Unix sockets), so the connection may park:
     /// the next bytes bring a new readiness edge. A TLS stream may hand out
@@ -259,6 +264,10 @@ impl Transport for Socket<'_> {
 
     fn holds_input(&self) -> bool {
         self.stream.holds_input()
+    }
+
+    fn is_tls(&self) -> bool {
+        self.stream.is_tls()
     }
 
     fn shutdown_write(&mut self) {

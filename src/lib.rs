@@ -66,12 +66,19 @@ unix_only! {
 #[macro_use]
 mod logging;
 
+#[cfg(feature = "log")]
+mod access_log;
 mod body;
+#[cfg(feature = "compression")]
+mod compress;
 mod config;
 mod conn;
+mod cookies;
 mod date;
 mod encode;
 mod error;
+#[cfg(feature = "fs")]
+mod fs;
 #[doc(hidden)]
 pub mod fuzz;
 mod handler;
@@ -79,6 +86,8 @@ mod headers;
 #[cfg(feature = "http")]
 mod http_interop;
 mod io;
+#[cfg(feature = "json")]
+mod json;
 mod monitor;
 mod net;
 mod outbox;
@@ -94,11 +103,18 @@ mod status;
 mod stream;
 mod sync;
 pub mod test;
+#[cfg(test)]
+mod testing;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod upgrade;
+mod urlencoded;
 
+#[cfg(feature = "log")]
+pub use access_log::{ACCESS_LOG_TARGET, AccessLog, LogFormat, access_log};
 pub use body::Body;
+#[cfg(feature = "compression")]
+pub use compress::{Compress, DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_COMPRESSION_LEVEL, compress};
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES,
@@ -106,8 +122,12 @@ pub use config::{
     DEFAULT_SHUTDOWN_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, DEFAULT_WORKER_STACK_SIZE, DEFAULT_WRITE_TIMEOUT, Overload,
     default_workers,
 };
+#[cfg(feature = "cookies")]
+pub use cookie;
 pub use date::http_date;
 pub use error::{Error, ErrorKind};
+#[cfg(feature = "fs")]
+pub use fs::{DEFAULT_MEMORY_CACHE_BYTES, ServeDir};
 pub use handler::{Handler, IntoResponse};
 pub use headers::HeaderIter;
 pub use proto::Version;
@@ -117,6 +137,7 @@ pub use server::{Server, ServerHandle, ShutdownSignal};
 pub use stats::Stats;
 pub use stream::BodyWriter;
 pub use upgrade::Upgraded;
+pub use urlencoded::Form;
 
 /// The README's code, compiled and run as doctests.
 #[cfg(doctest)]

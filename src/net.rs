@@ -183,6 +183,15 @@ impl Stream {
         false
     }
 
+    /// True for a TLS stream.
+    pub(crate) fn is_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if let Stream::Tls(_) = self {
+            return true;
+        }
+        false
+    }
+
     /// Half-closes the sending side (the peer reads end of stream).
     pub(crate) fn shutdown_write(&mut self) {
         let _ = match self {

@@ -6,10 +6,13 @@ use std::net::SocketAddr;
 use crate::net::Peer;
 use crate::proto::Version;
 
-use crate::body::Body;
-use crate::error::Error;
+use crate::body::{Body, BodyError};
+use crate::error::{Error, ErrorKind};
 use crate::headers::{HeaderIter, Headers};
 use crate::parse::{Head, HeaderSpan};
+
+/// Most bytes `read_body` reserves ahead on a `Content-Length`'s word.
+const PREALLOCATE_MAX: u64 = 1 << 20;
 
 /// Where the query starts. A byte search, not `split_once('?')`: core's
 /// char searcher is inlined on the hot path only while few callers in the
@@ -29,6 +32,7 @@ pub struct Request<'a> {
     parsed: Head,
     headers: Headers<'a>,
     peer: Peer,
+    tls: bool,
     body: Body<'a>,
 }
 
@@ -38,9 +42,10 @@ impl<'a> Request<'a> {
         parsed: Head,
         spans: &'a [HeaderSpan],
         peer: Peer,
+        tls: bool,
         body: Body<'a>,
     ) -> Request<'a> {
-        Request { head, parsed, headers: Headers::new(head, spans), peer, body }
+        Request { head, parsed, headers: Headers::new(head, spans), peer, tls, body }
     }
 
     fn text(&self, (start, len): (u32, u32)) -> &str {
@@ -93,6 +98,13 @@ impl<'a> Request<'a> {
         self.headers.all(name)
     }
 
+    /// The media type of `Content-Type`, parameters dropped
+    /// (`application/json; charset=utf-8` → `application/json`).
+    pub(crate) fn media_type(&self) -> Option<&str> {
+        let value = self.header("content-type")?;
+        Some(value.split_once(';').map_or(value, |(media, _)| media).trim())
+    }
+
     /// All headers in the order received, as `(name, value)`.
     pub fn headers(&self) -> HeaderIter<'_> {
         self.headers.iter()
@@ -101,6 +113,14 @@ impl<'a> Request<'a> {
     /// The address of the client; `None` on a Unix domain socket.
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer.ip()
+    }
+
+    /// True when the request came over TLS (a server with
+    /// [`Server::tls`](crate::Server)): its scheme is `https`. Behind a
+    /// proxy that ends TLS this is false; trust the proxy's own header
+    /// (`X-Forwarded-Proto`, `Forwarded`) instead, if you trust the proxy.
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// The request body, with `chunked` framing removed. A registered coding
@@ -113,16 +133,28 @@ impl<'a> Request<'a> {
 
     /// Reads the whole body into a `Vec`, refusing bodies over `limit` bytes.
     ///
+    /// A body whose `Content-Length` is over `limit` is refused before any
+    /// of it is read.
+    ///
     /// # Errors
     ///
     /// [`ErrorKind::BodyTooLarge`](crate::ErrorKind::BodyTooLarge) past
-    /// `limit` (the server's own `max_body_bytes` applies too), or the I/O
-    /// error of a failed read.
+    /// `limit` or the server's own `max_body_bytes`,
+    /// [`ErrorKind::BadRequest`](crate::ErrorKind::BadRequest) for bad
+    /// chunked framing, or [`ErrorKind::Io`](crate::ErrorKind::Io) for a
+    /// read that failed (timed out, or the client went away).
     pub fn read_body(&mut self, limit: usize) -> Result<Vec<u8>, Error> {
-        let mut out = Vec::new();
+        let declared = self.body.remaining_len().map(|n| n.saturating_add(self.body.bytes_read()));
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(Error::body_too_large(limit));
+        }
+        // What Content-Length announces (within the limit, and no more than
+        // a first megabyte before the bytes arrive): one allocation for a
+        // body that says its size.
+        let mut out = Vec::with_capacity(declared.map_or(0, |n| n.min(PREALLOCATE_MAX) as usize));
         let mut chunk = [0u8; 8192];
         loop {
-            let n = self.body.read(&mut chunk).map_err(Error::from_body)?;
+            let n = self.body.read(&mut chunk).map_err(|e| self.body_error(e))?;
             if n == 0 {
                 return Ok(out);
             }
@@ -130,6 +162,23 @@ impl<'a> Request<'a> {
                 return Err(Error::body_too_large(limit));
             }
             out.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// The status the crate answers with instead of the handler's response
+    /// when reading the body failed (`None` when it did not, or when the
+    /// client went away and nothing is answered).
+    #[cfg(feature = "log")]
+    pub(crate) fn body_failure_status(&self) -> Option<u16> {
+        self.body.failure().and_then(BodyError::status)
+    }
+
+    /// The error of a failed body read, by what the body says went wrong.
+    fn body_error(&self, e: io::Error) -> Error {
+        match self.body.failure() {
+            Some(BodyError::TooLarge) => Error::body_too_large(usize::MAX),
+            Some(BodyError::Malformed) => Error::new(ErrorKind::BadRequest, "malformed chunked body").with_source(e),
+            _ => Error::from_body(e),
         }
     }
 

@@ -412,3 +412,5 @@ impl fmt::Debug for Response {
             .finish_non_exhaustive()
     }
 }
+
+pub(crate) mod build;

@@ -2,7 +2,6 @@
 //! comment shows, and the answers it promises. (`static_files` has tests of
 //! its own; upgrades over a socket are in `tests/upgrade.rs`.)
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use httpool::Version;
@@ -20,6 +19,7 @@ mod hello;
 #[path = "../examples/http_router.rs"]
 mod http_router;
 #[allow(dead_code)]
+#[cfg(feature = "json")]
 #[path = "../examples/json_api.rs"]
 mod json_api;
 #[allow(dead_code)]
@@ -122,15 +122,18 @@ fn routing_answers_404_405_and_bad_names() {
     assert_eq!(app.send(TestRequest::post("/users").body(vec![0xff])).status(), 400);
 }
 
+#[cfg(feature = "json")]
 fn json_api() -> TestServer<impl httpool::Handler> {
-    let todos = Mutex::new(json_api::Todos::default());
+    let todos = std::sync::Mutex::new(json_api::Todos::default());
     TestServer::new(move |req| json_api::api(&todos, req))
 }
 
+#[cfg(feature = "json")]
 fn post_json(body: &str) -> TestRequest {
     TestRequest::post("/todos").header("Content-Type", "application/json; charset=utf-8").body(body)
 }
 
+#[cfg(feature = "json")]
 #[test]
 fn json_api_creates_and_lists_todos() {
     let api = json_api();
@@ -144,6 +147,7 @@ fn json_api_creates_and_lists_todos() {
     assert_eq!(list.text(), r#"[{"id":1,"title":"write docs","done":false},{"id":2,"title":"test","done":true}]"#);
 }
 
+#[cfg(feature = "json")]
 #[test]
 fn json_api_answers_errors_as_json() {
     let api = json_api();
@@ -156,7 +160,7 @@ fn json_api_answers_errors_as_json() {
     assert_eq!((status, &*message), (415, "expected Content-Type: application/json"));
     let (status, message) = error(api.send(post_json(r#"{"name":"x"}"#)));
     assert_eq!(status, 400);
-    assert!(message.starts_with("invalid to-do: unknown field `name`"), "{message}");
+    assert!(message.starts_with("invalid JSON body: unknown field `name`"), "{message}");
     let too_big = format!(r#"{{"title":"{}"}}"#, "x".repeat(json_api::MAX_BODY));
     assert_eq!(error(api.send(post_json(&too_big))), (413, "request body over the limit".into()));
     let not_allowed = api.send(TestRequest::delete("/todos"));
@@ -259,11 +263,17 @@ fn sse_sends_every_tick_asked_for() {
 
 #[test]
 fn sse_reads_n_from_the_query_capped() {
-    assert_eq!(sse::ticks(None), 5);
-    assert_eq!(sse::ticks(Some("n=3")), 3);
-    assert_eq!(sse::ticks(Some("a=1&n=7")), 7);
-    assert_eq!(sse::ticks(Some("n=x")), 5);
-    assert_eq!(sse::ticks(Some("n=1000")), sse::MAX_TICKS);
+    let ticks = |target: &str| {
+        let resp = TestRequest::get(target)
+            .send(&|req: &mut httpool::Request| httpool::Response::text(sse::ticks(req).to_string()));
+        resp.text().parse::<u32>().unwrap()
+    };
+    assert_eq!(ticks("/events"), 5);
+    assert_eq!(ticks("/events?n=3"), 3);
+    assert_eq!(ticks("/events?a=1&n=7"), 7);
+    assert_eq!(ticks("/events?n=%37"), 7);
+    assert_eq!(ticks("/events?n=x"), 5);
+    assert_eq!(ticks("/events?n=1000"), sse::MAX_TICKS);
 }
 
 #[test]

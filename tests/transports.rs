@@ -132,7 +132,7 @@ mod tls {
             .tls(server_config)
             .spawn(|req: &mut Request| match req.read_body(1 << 20) {
                 Ok(body) if !body.is_empty() => Response::bytes(body),
-                _ => Response::text(format!("secure {}", req.path())),
+                _ => Response::text(format!("secure {} tls={}", req.path(), req.is_tls())),
             })
             .unwrap();
         let mut conn = connect(server.local_addr(), &client_config);
@@ -141,7 +141,7 @@ mod tls {
             conn.get_mut().write_all(req.as_bytes()).unwrap();
             let (head, body) = read_response(&mut conn);
             assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-            assert_eq!(body, format!("secure /{i}").as_bytes());
+            assert_eq!(body, format!("secure /{i} tls=true").as_bytes());
         }
         // Pipelined, and a body bigger than one TLS record.
         let big = vec![b'z'; 40_000];
@@ -151,7 +151,7 @@ mod tls {
         req.extend_from_slice(b"GET /after HTTP/1.1\r\nHost: localhost\r\n\r\n");
         conn.get_mut().write_all(&req).unwrap();
         assert_eq!(read_response(&mut conn).1, big);
-        assert_eq!(read_response(&mut conn).1, b"secure /after");
+        assert_eq!(read_response(&mut conn).1, b"secure /after tls=true");
         assert_eq!(server.stats().accepted, 1);
         assert!(server.shutdown());
     }

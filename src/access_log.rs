@@ -1,0 +1,194 @@
+//! Access logs (feature `log`): [`access_log`] wraps a handler and logs
+//! one line per request in the Common or Combined Log Format.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::date::{MONTHS, civil_from_days};
+use crate::encode::plan;
+use crate::handler::Handler;
+use crate::proto::ResponseFraming;
+use crate::request::Request;
+use crate::response::{Payload, Response};
+
+/// The `log` target of access lines, to route them apart from the crate's
+/// other messages (e.g. `RUST_LOG=httpool::access=info` with env_logger).
+pub const ACCESS_LOG_TARGET: &str = "httpool::access";
+
+/// Wraps `handler` so that each request it answers is logged at `info`
+/// under the target [`ACCESS_LOG_TARGET`], in the Combined Log Format
+/// followed by the time the handler took in microseconds (Apache's `%D`):
+///
+/// ```text
+/// 192.0.2.7 - - [23/Nov/2026:16:29:14 +0000] "GET /index.html HTTP/1.1" 200 3072 "https://example.com/" "curl/8.5.0" 152
+/// ```
+///
+/// Fields: client address (`-` on a Unix socket), identity and user (always
+/// `-`), the time the request reached the handler (UTC), the request line,
+/// the status sent, the body bytes (`-` for none, or a streamed body of
+/// unknown length), `Referer` and `User-Agent` (`-` when absent; quotes,
+/// backslashes and bytes outside printable ASCII written as `\"`, `\\` and
+/// `\xHH`, so a client cannot forge a line), and the duration.
+/// [`LogFormat::Common`] leaves out `Referer` and `User-Agent`.
+///
+/// The status is the one the client gets: `500` for a response the crate
+/// refuses (an invalid header) or a handler that panicked, the crate's own
+/// `400`/`413`/`408` when reading the request body failed. The duration is
+/// the handler's: a body the crate sends afterwards (a file, a stream) is
+/// not in it. Wrap `httpool::compress` (feature `compression`) inside it,
+/// `access_log(compress(handler))`, to log the bytes actually sent.
+///
+/// ```no_run
+/// use httpool::{Request, Response, Server};
+///
+/// # fn main() -> std::io::Result<()> {
+/// // Any `log` logger; access lines are `info` under "httpool::access".
+/// Server::bind("127.0.0.1:8000")?.serve_handler(httpool::access_log(|_req: &mut Request| Response::text("hi\n")))
+/// # }
+/// ```
+pub fn access_log<H: Handler>(handler: H) -> AccessLog<H> {
+    AccessLog { inner: handler, format: LogFormat::Combined }
+}
+
+/// Which fields an access line has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// The Common Log Format (NCSA): address, identity, user, time, request
+    /// line, status, bytes; then the duration.
+    Common,
+    /// Common plus `"Referer" "User-Agent"`; then the duration.
+    Combined,
+}
+
+/// A handler whose requests are logged; see [`access_log`].
+#[derive(Debug)]
+pub struct AccessLog<H> {
+    inner: H,
+    format: LogFormat,
+}
+
+impl<H> AccessLog<H> {
+    /// Logs in `format` ([`LogFormat::Combined`] by default).
+    pub fn format(mut self, format: LogFormat) -> AccessLog<H> {
+        self.format = format;
+        self
+    }
+}
+
+impl<H: Handler> Handler for AccessLog<H> {
+    fn handle(&self, req: &mut Request<'_>) -> Response {
+        let (at, started) = (SystemTime::now(), Instant::now());
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.inner.handle(req)));
+        let took = started.elapsed();
+        let (status, bytes) = match &outcome {
+            Ok(resp) => sent(req, resp),
+            // The crate answers a panic with its 500, after logging it.
+            Err(_) => (500, (req.method() != "HEAD").then(|| reason_len(500))),
+        };
+        let line = Line { remote: req.peer_addr().map(|a| a.ip()), at, request: req, status, bytes, took };
+        log::info!(target: ACCESS_LOG_TARGET, "{}", line.format(self.format));
+        match outcome {
+            Ok(resp) => resp,
+            Err(panic) => resume_unwind(panic),
+        }
+    }
+}
+
+/// The status and body length the client will get for `resp`.
+fn sent(req: &Request<'_>, resp: &Response) -> (u16, Option<u64>) {
+    let is_head = req.method() == "HEAD";
+    let crate_answer = |code| (code, (!is_head).then(|| reason_len(code)));
+    if let Some(code) = req.body_failure_status() {
+        return crate_answer(code);
+    }
+    match plan(resp, req.version(), is_head) {
+        Err(_) => crate_answer(500),
+        Ok(ResponseFraming::Length(n)) if n > 0 => (resp.status, Some(n)),
+        Ok(ResponseFraming::Chunked | ResponseFraming::CloseDelimited) => match &resp.body {
+            Payload::Reader { len: Some(n), .. } => (resp.status, Some(*n)),
+            _ => (resp.status, None),
+        },
+        Ok(_) => (resp.status, None),
+    }
+}
+
+/// The length of the short body of an answer the crate makes itself.
+fn reason_len(code: u16) -> u64 {
+    crate::status::reason(code).len() as u64
+}
+
+/// One access line's fields.
+struct Line<'r, 'a> {
+    remote: Option<IpAddr>,
+    at: SystemTime,
+    request: &'r Request<'a>,
+    status: u16,
+    bytes: Option<u64>,
+    took: Duration,
+}
+
+impl Line<'_, '_> {
+    fn format(&self, format: LogFormat) -> String {
+        let req = self.request;
+        let mut out = String::with_capacity(160);
+        match self.remote {
+            Some(ip) => write!(out, "{ip}"),
+            None => write!(out, "-"),
+        }
+        .ok();
+        out.push_str(" - - [");
+        push_clf_time(&mut out, self.at);
+        out.push_str("] \"");
+        push_escaped(&mut out, req.method().as_bytes());
+        out.push(' ');
+        push_escaped(&mut out, req.target().as_bytes());
+        out.push(' ');
+        out.push_str(req.version().as_str());
+        write!(out, "\" {} ", self.status).ok();
+        match self.bytes {
+            Some(n) => write!(out, "{n}").ok(),
+            None => write!(out, "-").ok(),
+        };
+        if format == LogFormat::Combined {
+            for name in ["referer", "user-agent"] {
+                out.push_str(" \"");
+                match req.header_all(name).next() {
+                    Some(value) => push_escaped(&mut out, value),
+                    None => out.push('-'),
+                }
+                out.push('"');
+            }
+        }
+        write!(out, " {}", self.took.as_micros()).ok();
+        out
+    }
+}
+
+/// `dd/Mon/yyyy:hh:mm:ss +0000`.
+fn push_clf_time(out: &mut String, at: SystemTime) {
+    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let month = std::str::from_utf8(MONTHS[(month - 1) as usize]).unwrap_or("???");
+    let rem = secs % 86_400;
+    write!(out, "{day:02}/{month}/{year}:{:02}:{:02}:{:02} +0000", rem / 3600, rem / 60 % 60, rem % 60).ok();
+}
+
+/// Printable ASCII as it is, but `"` and `\` escaped, and other bytes as
+/// `\xHH`: one request, one line, whatever it holds.
+fn push_escaped(out: &mut String, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                write!(out, "\\x{b:02x}").ok();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

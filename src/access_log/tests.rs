@@ -1,0 +1,155 @@
+use std::sync::{Mutex, OnceLock};
+
+use super::*;
+use crate::testing::{with_request, with_request_limited};
+
+/// Captures the access lines logged in this test binary.
+struct Capture(Mutex<Vec<String>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, meta: &log::Metadata<'_>) -> bool {
+        meta.target() == ACCESS_LOG_TARGET
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            assert_eq!(record.level(), log::Level::Info);
+            self.0.lock().unwrap().push(record.args().to_string());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+fn capture() -> &'static Capture {
+    static CAPTURE: OnceLock<&'static Capture> = OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        let capture = Box::leak(Box::new(Capture(Mutex::new(Vec::new()))));
+        log::set_logger(capture).expect("the only logger of the lib tests");
+        log::set_max_level(log::LevelFilter::Info);
+        capture
+    })
+}
+
+/// The line logged for the request with this `marker` in its target.
+fn logged(marker: &str) -> String {
+    let lines = capture().0.lock().unwrap();
+    let mine: Vec<_> = lines.iter().filter(|l| l.contains(marker)).collect();
+    assert_eq!(mine.len(), 1, "{lines:?}");
+    mine[0].clone()
+}
+
+/// The line with its time and duration replaced by `T` and `D`.
+fn redacted(line: &str) -> String {
+    let (head, rest) = line.split_once('[').unwrap();
+    let (_, rest) = rest.split_once(']').unwrap();
+    let (rest, took) = rest.rsplit_once(' ').unwrap();
+    assert!(took.bytes().all(|b| b.is_ascii_digit()), "{line}");
+    format!("{head}[T]{rest} D")
+}
+
+/// Formats the line for `raw` as the wrapper would, at a fixed time and
+/// duration.
+fn line_for(raw: &[u8], status: u16, bytes: Option<u64>, format: LogFormat) -> String {
+    with_request(raw, |req| {
+        let line = Line {
+            remote: req.peer_addr().map(|a| a.ip()),
+            at: UNIX_EPOCH + Duration::from_secs(784_111_777),
+            request: req,
+            status,
+            bytes,
+            took: Duration::from_micros(1523),
+        };
+        line.format(format)
+    })
+}
+
+#[test]
+fn combined_and_common_lines_exactly() {
+    let raw = b"GET /docs/?q=1 HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/8.5.0\r\nReferer: https://example.com/\r\n\r\n";
+    assert_eq!(
+        line_for(raw, 200, Some(3072), LogFormat::Combined),
+        "192.0.2.7 - - [06/Nov/1994:08:49:37 +0000] \"GET /docs/?q=1 HTTP/1.1\" 200 3072 \"https://example.com/\" \"curl/8.5.0\" 1523"
+    );
+    assert_eq!(
+        line_for(raw, 304, None, LogFormat::Common),
+        "192.0.2.7 - - [06/Nov/1994:08:49:37 +0000] \"GET /docs/?q=1 HTTP/1.1\" 304 - 1523"
+    );
+}
+
+#[test]
+fn absent_headers_are_dashes_and_odd_bytes_are_escaped() {
+    let raw = b"GET /a\"b HTTP/1.0\r\nUser-Agent: x\" \"forged\\ \xc3\xa9\tz\r\n\r\n";
+    assert_eq!(
+        line_for(raw, 404, Some(0), LogFormat::Combined),
+        "192.0.2.7 - - [06/Nov/1994:08:49:37 +0000] \"GET /a\\\"b HTTP/1.0\" 404 0 \"-\" \"x\\\" \\\"forged\\\\ \\xc3\\xa9\\x09z\" 1523"
+    );
+}
+
+#[test]
+fn the_wrapper_logs_what_the_client_gets() {
+    capture();
+    let handler = access_log(|req: &mut Request<'_>| match req.path() {
+        "/ok-marker1" => Response::text("hello"),
+        "/stream-marker2" => Response::stream(|_| Ok(())),
+        "/invalid-marker3" => Response::text("x").with_header("X", "a\r\nb"),
+        "/read-marker5" => match req.read_body(1 << 20) {
+            Ok(_) => Response::text("read"),
+            Err(_) => Response::status(400),
+        },
+        _ => Response::status(204),
+    });
+    let cases: [(&[u8], &str, &str); 6] = [
+        (
+            b"GET /ok-marker1 HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n",
+            "marker1",
+            "\"GET /ok-marker1 HTTP/1.1\" 200 5 \"-\" \"t\"",
+        ),
+        (
+            b"HEAD /ok-marker1?head-marker6 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "marker6",
+            "\"HEAD /ok-marker1?head-marker6 HTTP/1.1\" 200 - \"-\" \"-\"",
+        ),
+        (
+            b"GET /stream-marker2 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "marker2",
+            "\"GET /stream-marker2 HTTP/1.1\" 200 - \"-\" \"-\"",
+        ),
+        (
+            b"GET /invalid-marker3 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "marker3",
+            "\"GET /invalid-marker3 HTTP/1.1\" 500 21 \"-\" \"-\"",
+        ),
+        (
+            b"GET /none-marker4 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "marker4",
+            "\"GET /none-marker4 HTTP/1.1\" 204 - \"-\" \"-\"",
+        ),
+        (
+            b"POST /read-marker5 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n",
+            "marker5",
+            "\"POST /read-marker5 HTTP/1.1\" 413 17 \"-\" \"-\"",
+        ),
+    ];
+    for (raw, marker, want) in cases {
+        with_request_limited(raw, 4, |req| handler.handle(req));
+        assert_eq!(redacted(&logged(marker)), format!("192.0.2.7 - - [T] {want} D"), "{marker}");
+    }
+}
+
+#[test]
+fn a_panicking_handler_is_logged_as_500_and_still_panics() {
+    capture();
+    let handler = access_log(|_: &mut Request<'_>| -> Response { panic!("boom") }).format(LogFormat::Common);
+    let raw = b"GET /panic-marker7 HTTP/1.1\r\nHost: x\r\n\r\n";
+    let outcome = with_request(raw, |req| catch_unwind(AssertUnwindSafe(|| handler.handle(req))));
+    assert!(outcome.is_err());
+    assert_eq!(redacted(&logged("marker7")), "192.0.2.7 - - [T] \"GET /panic-marker7 HTTP/1.1\" 500 21 D");
+}
+
+#[test]
+fn clf_times_in_utc() {
+    let mut out = String::new();
+    push_clf_time(&mut out, UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_723));
+    assert_eq!(out, "29/Feb/2000:01:02:03 +0000");
+}

@@ -1,0 +1,323 @@
+//! Static files (feature `fs`): [`ServeDir`] serves a directory.
+
+mod answer;
+mod cache;
+mod conditional;
+mod path;
+
+use std::borrow::Cow;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use self::answer::{answer, directory_location};
+use self::cache::{Cache, Entry, FileId};
+use crate::handler::Handler;
+use crate::request::Request;
+use crate::response::Response;
+
+/// Bytes of small files a [`ServeDir`] keeps in memory by default
+/// ([`ServeDir::memory_cache`]).
+pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
+
+/// A handler serving the files under a directory.
+///
+/// - `GET` and `HEAD`; other methods get `405` with `Allow: GET, HEAD`.
+/// - `Content-Type` from the extension (`text/*` types with `charset=utf-8`;
+///   `application/octet-stream` when unknown), `ETag` and `Last-Modified`
+///   from the file's length and modification time, `304 Not Modified` for
+///   `If-None-Match` or (without it) `If-Modified-Since`.
+/// - One byte range per `GET` (`206` with `Content-Range`; `416` with
+///   `Content-Range: bytes */len` when it starts past the end); several
+///   ranges, or an `If-Range` that no longer holds, get the whole file.
+/// - A directory serves its `index.html` ([`ServeDir::index_file`]); asked
+///   for without its trailing `/`, it answers `301` to the path with one
+///   (so relative links in the page resolve inside it). No listings.
+/// - No way out of the root: the path is percent-decoded segment by
+///   segment, `..` and segments that decode to hold `/`, `\` or NUL are
+///   refused (`403`), a bad escape is `400`, and the file found must still
+///   be under the root once symlinks are resolved (`403`). Names starting
+///   with `.` are `404` unless [`ServeDir::hidden_files`] says otherwise.
+///   Only regular files are served (never a FIFO or a device).
+/// - Small files (up to 32 KiB, [`DEFAULT_MEMORY_CACHE_BYTES`] in all) are
+///   kept in memory and sent with the head in one write; larger ones are
+///   sent with `sendfile` on Linux over plain TCP. Each request checks
+///   that the file is still the one remembered (one `stat`): an edited or
+///   replaced file is read again.
+///
+/// ```no_run
+/// use httpool::{Request, Response, ServeDir, Server};
+///
+/// fn main() -> std::io::Result<()> {
+///     // Everything from ./site:
+///     Server::bind("127.0.0.1:8000")?.spawn_handler(ServeDir::new("./site")?)?;
+///
+///     // Or /static/… from ./assets, next to other routes:
+///     let assets = ServeDir::new("./assets")?.strip_prefix("/static");
+///     Server::bind("127.0.0.1:8001")?.serve(move |req: &mut Request| match req.path() {
+///         "/" => Response::html("<link rel=stylesheet href=/static/site.css>hello\n"),
+///         _ => assets.serve(req),
+///     })
+/// }
+/// ```
+///
+/// Limits: the check that a file is under the root and the `open` that
+/// follows are two steps, so someone who can create symlinks inside the
+/// root while the server runs can race them; serve directories that only
+/// trusted users write to.
+#[derive(Debug)]
+pub struct ServeDir {
+    root: PathBuf,
+    prefix: Option<String>,
+    index: Option<String>,
+    hidden: bool,
+    cache: Cache,
+}
+
+/// Where a request path leads.
+enum Found {
+    /// A regular file; the open file when its bytes are not in memory and
+    /// the answer needs them.
+    File(Arc<Entry>, Option<File>),
+    /// A directory asked for without its trailing `/`.
+    Directory,
+    Refused(u16),
+}
+
+impl ServeDir {
+    /// Serves the files under `root`.
+    ///
+    /// # Errors
+    ///
+    /// `root` does not exist, cannot be resolved, or is not a directory.
+    pub fn new(root: impl AsRef<Path>) -> io::Result<ServeDir> {
+        let root = fs::canonicalize(root)?;
+        if !root.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "ServeDir root is not a directory"));
+        }
+        let index = Some("index.html".to_owned());
+        Ok(ServeDir { root, prefix: None, index, hidden: false, cache: Cache::new(DEFAULT_MEMORY_CACHE_BYTES) })
+    }
+
+    /// Serves only request paths under `prefix` (e.g. `/static`), with the
+    /// prefix taken off: `/static/app.js` is `app.js` under the root.
+    /// Other paths get `404`.
+    pub fn strip_prefix(mut self, prefix: impl Into<String>) -> ServeDir {
+        let prefix = prefix.into();
+        let prefix = prefix.trim_end_matches('/');
+        self.prefix = (!prefix.is_empty()).then(|| prefix.to_owned());
+        self
+    }
+
+    /// The file a directory serves (`index.html` by default); `None`: a
+    /// directory is `404`.
+    pub fn index_file(mut self, name: Option<&str>) -> ServeDir {
+        self.index = name.map(str::to_owned);
+        self
+    }
+
+    /// Whether names starting with `.` (`.git`, `.env`, `.well-known`) are
+    /// served; off by default, when they are `404`.
+    pub fn hidden_files(mut self, serve: bool) -> ServeDir {
+        self.hidden = serve;
+        self
+    }
+
+    /// Most bytes of small files kept in memory over all files
+    /// ([`DEFAULT_MEMORY_CACHE_BYTES`] by default); `0` keeps none, and
+    /// every file is read from disk on each request.
+    pub fn memory_cache(mut self, bytes: usize) -> ServeDir {
+        self.cache = Cache::new(bytes);
+        self
+    }
+
+    /// Answers `req` from the directory; what [`Handler::handle`] does, for
+    /// calling from a handler of your own.
+    pub fn serve(&self, req: &Request<'_>) -> Response {
+        let is_head = match req.method() {
+            "GET" => false,
+            "HEAD" => true,
+            _ => return Response::status(405).with_header("Allow", "GET, HEAD"),
+        };
+        let found = match self.below_prefix(req.path()) {
+            None => Found::Refused(404),
+            // The prefix itself, without its `/`.
+            Some("") => Found::Directory,
+            Some(raw) => self.lookup(raw, is_head),
+        };
+        match found {
+            Found::File(entry, file) => answer(req, &entry, file, is_head),
+            Found::Directory => Response::redirect(301, directory_location(req)),
+            Found::Refused(code) => Response::status(code),
+        }
+    }
+
+    /// What `raw` leads to: a remembered file if it is still the same, else
+    /// a fresh look.
+    fn lookup(&self, raw: &str, is_head: bool) -> Found {
+        match self.cache.get(raw) {
+            Some(entry) => match self.reuse(&entry, is_head) {
+                Some(file) => Found::File(entry, file),
+                None => {
+                    self.cache.remove(raw);
+                    self.find(raw, is_head)
+                }
+            },
+            None => self.find(raw, is_head),
+        }
+    }
+
+    /// The request path below the prefix: `/` first, or empty for the
+    /// prefix itself.
+    fn below_prefix<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let Some(prefix) = &self.prefix else { return Some(path) };
+        let rest = path.strip_prefix(prefix.as_str())?;
+        (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+    }
+
+    /// Checks that a remembered file is still the same: `Some` with the
+    /// open file when the answer needs one not in memory. `None`: look
+    /// again.
+    fn reuse(&self, entry: &Entry, is_head: bool) -> Option<Option<File>> {
+        if entry.bytes.is_some() || is_head {
+            let meta = fs::metadata(&entry.path).ok()?;
+            return (meta.is_file() && FileId::of(&meta) == entry.id).then_some(None);
+        }
+        // Opened, then checked: what is open is what gets sent.
+        let file = open(&entry.path).ok()?;
+        let meta = file.metadata().ok()?;
+        (meta.is_file() && FileId::of(&meta) == entry.id).then_some(Some(file))
+    }
+
+    /// Resolves `raw` from scratch and remembers what it found.
+    fn find(&self, raw: &str, is_head: bool) -> Found {
+        let target = match path::target(raw, self.hidden) {
+            Ok(target) => target,
+            Err(code) => return Found::Refused(code),
+        };
+        let mut path = self.root.join(&*target.rel);
+        let mut meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) => return Found::Refused(lookup_status(&e)),
+        };
+        if meta.is_dir() {
+            if !target.dir {
+                return Found::Directory;
+            }
+            let Some(index) = &self.index else { return Found::Refused(404) };
+            path.push(index);
+            meta = match fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) => return Found::Refused(lookup_status(&e)),
+            };
+        } else if target.dir {
+            return Found::Refused(404);
+        }
+        if !meta.is_file() {
+            return Found::Refused(404);
+        }
+        match self.load(raw, &path, is_head) {
+            Ok(found) => found,
+            Err(e) => {
+                error!("ServeDir: reading {}: {e}; answering 500", path.display());
+                Found::Refused(500)
+            }
+        }
+    }
+
+    /// Opens the file at `path` if it resolves under the root, and
+    /// remembers it under `raw`.
+    fn load(&self, raw: &str, path: &Path, is_head: bool) -> io::Result<Found> {
+        let real = match fs::canonicalize(path) {
+            Ok(real) if real.starts_with(&self.root) => real,
+            Ok(real) => {
+                debug!("ServeDir: {raw:?} leads to {}, outside the root; answering 403", real.display());
+                return Ok(Found::Refused(403));
+            }
+            Err(e) => return Ok(Found::Refused(lookup_status(&e))),
+        };
+        let mut file = match open(&real) {
+            Ok(file) => file,
+            Err(e) => return Ok(Found::Refused(lookup_status(&e))),
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Ok(Found::Refused(404));
+        }
+        let id = FileId::of(&meta);
+        let mut bytes = None;
+        if self.cache.would_hold(id.len) {
+            let mut buf = Vec::with_capacity(id.len as usize);
+            file.read_to_end(&mut buf)?;
+            // Edited while being read: serve the file, but from disk, and
+            // remember nothing.
+            if buf.len() as u64 != id.len || FileId::of(&file.metadata()?) != id {
+                file.seek(SeekFrom::Start(0))?;
+                let entry = Arc::new(entry(real, &meta, None));
+                return Ok(Found::File(entry, Some(file)));
+            }
+            bytes = Some(buf);
+        }
+        let in_memory = bytes.is_some();
+        let entry = Arc::new(entry(real, &meta, bytes));
+        self.cache.insert(raw, Arc::clone(&entry));
+        Ok(Found::File(entry, (!in_memory && !is_head).then_some(file)))
+    }
+}
+
+impl Handler for ServeDir {
+    fn handle(&self, req: &mut Request<'_>) -> Response {
+        self.serve(req)
+    }
+}
+
+/// Opens for reading without blocking on a FIFO swapped in after the check
+/// (`O_NONBLOCK` does nothing to a regular file).
+fn open(path: &Path) -> io::Result<File> {
+    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+}
+
+/// The status for a failed lookup: the client asked for something that is
+/// not there, or not ours to show.
+fn lookup_status(e: &io::Error) -> u16 {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => 403,
+        _ => 404,
+    }
+}
+
+fn entry(path: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
+    let id = FileId::of(meta);
+    let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+    let nanos = modified.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    Entry {
+        etag: format!("\"{:x}-{nanos:x}\"", id.len),
+        last_modified: crate::date::http_date(modified),
+        content_type: content_type(&path),
+        path,
+        id,
+        modified,
+        bytes,
+    }
+}
+
+/// `Content-Type` by extension; text in UTF-8.
+fn content_type(path: &Path) -> Cow<'static, str> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match mime_guess::from_ext(ext).first_raw() {
+        Some("text/html") => "text/html; charset=utf-8".into(),
+        Some("text/css") => "text/css; charset=utf-8".into(),
+        Some("text/plain") => "text/plain; charset=utf-8".into(),
+        // RFC 9239: JavaScript is text/javascript, whatever the extension.
+        Some("text/javascript" | "application/javascript") => "text/javascript; charset=utf-8".into(),
+        Some(text) if text.starts_with("text/") => format!("{text}; charset=utf-8").into(),
+        Some(other) => other.into(),
+        None => "application/octet-stream".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,90 @@
+//! The answer for a file found: validators, `304`, ranges, the body; and
+//! the redirect of a directory asked for without its `/`.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
+
+use super::cache::Entry;
+use super::conditional::{Range, byte_range, if_range_holds, none_match_fails, unmodified_since};
+use crate::request::Request;
+use crate::response::Response;
+use crate::response::build::is_uri_char;
+
+/// The answer for a file found: `304`, `416`, `206` or `200`.
+pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_head: bool) -> Response {
+    // RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only
+    // without it.
+    let fresh = match req.header("if-none-match") {
+        Some(tags) => none_match_fails(tags, &entry.etag),
+        None => req.header("if-modified-since").is_some_and(|date| unmodified_since(date, entry.modified)),
+    };
+    if fresh {
+        return with_validators(Response::status(304), entry);
+    }
+    let len = entry.id.len;
+    // Ranges are defined for GET only (RFC 9110 §14.2).
+    let if_range_ok = || req.header("if-range").is_none_or(|v| if_range_holds(v, &entry.etag, entry.modified));
+    let range = if is_head || !if_range_ok() { Range::Full } else { byte_range(req.header("range"), len) };
+    let (status, first, n) = match range {
+        Range::Full => (200, 0, len),
+        Range::Part { first, last } => (206, first, last - first + 1),
+        Range::Unsatisfiable => {
+            return Response::status(416).with_header("Content-Range", format!("bytes */{len}"));
+        }
+    };
+    let resp = match (&entry.bytes, file) {
+        _ if is_head => Response::status(status).with_header("Content-Length", n.to_string()),
+        (Some(bytes), _) => Response::status(status).with_body(bytes[first as usize..(first + n) as usize].to_vec()),
+        // A file is open at its start: only a range needs a seek.
+        (None, Some(file)) if first == 0 => Response::file(file, n).with_status(status),
+        (None, Some(mut file)) => match file.seek(SeekFrom::Start(first)) {
+            Ok(_) => Response::file(file, n).with_status(status),
+            Err(e) => {
+                error!("ServeDir: seeking in {}: {e}; answering 500", entry.path.display());
+                return Response::status(500);
+            }
+        },
+        (None, None) => {
+            error!("ServeDir: {} neither in memory nor open; answering 500", entry.path.display());
+            return Response::status(500);
+        }
+    };
+    let resp = match status {
+        206 => resp.with_header("Content-Range", format!("bytes {first}-{}/{len}", first + n - 1)),
+        _ => resp,
+    };
+    with_validators(resp.with_content_type(entry.content_type.clone()), entry).with_header("Accept-Ranges", "bytes")
+}
+
+fn with_validators(resp: Response, entry: &Entry) -> Response {
+    resp.with_header("ETag", entry.etag.clone()).with_header("Last-Modified", entry.last_modified.clone())
+}
+
+/// The request's path with a `/` added (and its query kept), for the
+/// redirect of a directory asked for without one. Leading slashes collapse
+/// to one, so the location cannot read as `//host/…`; characters that are
+/// not allowed in a URI are percent-encoded.
+pub(super) fn directory_location(req: &Request<'_>) -> String {
+    let path = req.path().trim_start_matches('/');
+    let mut location = String::with_capacity(path.len() + 2);
+    location.push('/');
+    push_uri_safe(&mut location, path);
+    location.push('/');
+    if let Some(query) = req.query() {
+        location.push('?');
+        push_uri_safe(&mut location, query);
+    }
+    location
+}
+
+fn push_uri_safe(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape_ok = b == b'%' && bytes.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+        if is_uri_char(b) || escape_ok {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}

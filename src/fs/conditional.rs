@@ -1,0 +1,191 @@
+//! Validators and ranges (RFC 9110 §8.8, §13, §14): pure functions over
+//! header values.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What a `Range` header asks of a representation of `len` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Range {
+    /// No usable range: send it all (`200`). Also for several ranges, which
+    /// a server may answer whole (RFC 9110 §14.2).
+    Full,
+    /// Bytes `first..=last` (`206`).
+    Part { first: u64, last: u64 },
+    /// A range that starts past the end (`416`, RFC 9110 §14.1.1).
+    Unsatisfiable,
+}
+
+/// Reads `bytes=first-last`, `bytes=first-` or `bytes=-suffix` (RFC 9110
+/// §14.1.2). A header that is malformed or in another unit is ignored.
+pub(crate) fn byte_range(header: Option<&str>, len: u64) -> Range {
+    let Some(value) = header else { return Range::Full };
+    let value = value.trim();
+    let unit_ok = value.get(..6).is_some_and(|unit| unit.eq_ignore_ascii_case("bytes="));
+    if !unit_ok {
+        return Range::Full;
+    }
+    let spec = value[6..].trim();
+    let Some((first, last)) = spec.split_once('-') else { return Range::Full };
+    if spec.contains(',') {
+        return Range::Full;
+    }
+    let (first, last) = (first.trim(), last.trim());
+    match (digits(first), digits(last)) {
+        (Some(a), Some(b)) if a <= b && a < len => Range::Part { first: a, last: b.min(len - 1) },
+        (Some(a), Some(b)) if a <= b => Range::Unsatisfiable,
+        (Some(a), None) if last.is_empty() && a < len => Range::Part { first: a, last: len - 1 },
+        (Some(_), None) if last.is_empty() => Range::Unsatisfiable,
+        (None, Some(n)) if first.is_empty() && n > 0 && len > 0 => {
+            Range::Part { first: len.saturating_sub(n), last: len - 1 }
+        }
+        (None, Some(_)) if first.is_empty() => Range::Unsatisfiable,
+        _ => Range::Full,
+    }
+}
+
+/// A decimal number of digits only (`u64::from_str` would take a `+`).
+fn digits(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The entity-tags of an `If-None-Match` or `If-Range` value, each as
+/// `(weak, opaque-tag with its quotes)`; `*` as `(false, "*")`. Stops at
+/// the first malformed member.
+fn entity_tags(value: &str) -> impl Iterator<Item = (bool, &str)> {
+    let mut rest = value;
+    std::iter::from_fn(move || {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        if rest.is_empty() {
+            return None;
+        }
+        if let Some(after) = rest.strip_prefix('*') {
+            rest = after;
+            return Some((false, "*"));
+        }
+        let (weak, tag) = match rest.strip_prefix("W/") {
+            Some(tag) => (true, tag),
+            None => (false, rest),
+        };
+        // An opaque tag is a quoted string without DQUOTE inside; it may
+        // hold commas.
+        let end = tag.strip_prefix('"')?.find('"')? + 2;
+        rest = &tag[end..];
+        Some((weak, &tag[..end]))
+    })
+}
+
+/// `If-None-Match` names `etag` (weak comparison, RFC 9110 §13.1.2), or is
+/// `*` (the file exists).
+pub(crate) fn none_match_fails(if_none_match: &str, etag: &str) -> bool {
+    entity_tags(if_none_match).any(|(_, tag)| tag == "*" || tag == etag)
+}
+
+/// `If-Modified-Since` is a valid date no earlier than `modified` (whole
+/// seconds: HTTP dates have no fraction), so the client's copy is current.
+pub(crate) fn unmodified_since(if_modified_since: &str, modified: SystemTime) -> bool {
+    let Ok(since) = httpdate::parse_http_date(if_modified_since) else { return false };
+    secs(modified) <= secs(since)
+}
+
+/// `If-Range` still holds (RFC 9110 §13.1.5): a strong tag equal to
+/// `etag`, or a date equal to `modified`. When it does not, the range is
+/// ignored and the whole file sent.
+pub(crate) fn if_range_holds(if_range: &str, etag: &str, modified: SystemTime) -> bool {
+    let value = if_range.trim();
+    if value.starts_with('"') || value.starts_with("W/") {
+        let mut tags = entity_tags(value);
+        return matches!((tags.next(), tags.next()), (Some((false, tag)), None) if tag == etag);
+    }
+    httpdate::parse_http_date(value).is_ok_and(|date| secs(date) == secs(modified))
+}
+
+/// Whole seconds since the epoch; earlier times are 0.
+pub(crate) fn secs(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn part(first: u64, last: u64) -> Range {
+        Range::Part { first, last }
+    }
+
+    #[test]
+    fn single_byte_ranges() {
+        let cases = [
+            ("bytes=0-99", part(0, 99)),
+            ("bytes=100-", part(100, 999)),
+            ("bytes=-100", part(900, 999)),
+            ("bytes=-5000", part(0, 999)),
+            ("bytes=990-5000", part(990, 999)),
+            ("bytes=999-999", part(999, 999)),
+            ("Bytes=1-2", part(1, 2)),
+            (" bytes=1-2 ", part(1, 2)),
+            ("bytes = 1-2", Range::Full),
+            ("bytes=1000-", Range::Unsatisfiable),
+            ("bytes=1000-1001", Range::Unsatisfiable),
+            ("bytes=-0", Range::Unsatisfiable),
+            ("bytes=5-3", Range::Full),
+            ("bytes=0-1,5-6", Range::Full),
+            ("bytes=+1-2", Range::Full),
+            ("bytes=1-+2", Range::Full),
+            ("bytes=-", Range::Full),
+            ("bytes=a-b", Range::Full),
+            ("bytes=99999999999999999999-", Range::Full),
+            ("items=0-1", Range::Full),
+            ("bytes 0-1", Range::Full),
+        ];
+        for (header, want) in cases {
+            assert_eq!(byte_range(Some(header), 1000), want, "{header}");
+        }
+        assert_eq!(byte_range(None, 1000), Range::Full);
+    }
+
+    #[test]
+    fn nothing_of_an_empty_file_can_be_asked_for() {
+        for header in ["bytes=0-", "bytes=0-0", "bytes=-1"] {
+            assert_eq!(byte_range(Some(header), 0), Range::Unsatisfiable, "{header}");
+        }
+    }
+
+    #[test]
+    fn if_none_match_compares_weakly_and_keeps_commas_inside_tags() {
+        let etag = "\"c00-5f\"";
+        for yes in ["\"c00-5f\"", "W/\"c00-5f\"", "\"x\", \"c00-5f\"", "*", "\"a,b\" ,W/\"c00-5f\""] {
+            assert!(none_match_fails(yes, etag), "{yes}");
+        }
+        for no in ["\"c00-5e\"", "c00-5f", "\"a,\"c00-5f\"", "", "W/", "\"unterminated"] {
+            assert!(!none_match_fails(no, etag), "{no}");
+        }
+    }
+
+    #[test]
+    fn if_modified_since_reads_all_three_date_formats() {
+        let modified = UNIX_EPOCH + Duration::from_millis(784_111_777_500);
+        for same in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            assert!(unmodified_since(same, modified), "{same}");
+        }
+        assert!(unmodified_since("Mon, 07 Nov 1994 00:00:00 GMT", modified));
+        assert!(!unmodified_since("Sun, 06 Nov 1994 08:49:36 GMT", modified));
+        assert!(!unmodified_since("yesterday", modified));
+    }
+
+    #[test]
+    fn if_range_needs_a_strong_match_or_the_exact_date() {
+        let modified = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        assert!(if_range_holds("\"v1\"", "\"v1\"", modified));
+        assert!(!if_range_holds("W/\"v1\"", "\"v1\"", modified));
+        assert!(!if_range_holds("\"v2\"", "\"v1\"", modified));
+        assert!(!if_range_holds("\"v1\", \"v2\"", "\"v1\"", modified));
+        assert!(if_range_holds("Sun, 06 Nov 1994 08:49:37 GMT", "\"v1\"", modified));
+        assert!(!if_range_holds("Sun, 06 Nov 1994 08:49:38 GMT", "\"v1\"", modified));
+        assert!(!if_range_holds("soon", "\"v1\"", modified));
+    }
+}

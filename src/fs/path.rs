@@ -1,0 +1,115 @@
+//! From a request path to a path under the root, refusing every way out.
+
+use std::borrow::Cow;
+
+use crate::urlencoded::decode_component;
+
+/// A request path made safe to look up under the root.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Target<'a> {
+    /// The decoded path below the root: segments joined by `/`, without
+    /// empty or `.` segments, no leading or trailing `/`. Borrowed from the
+    /// request when nothing needed decoding or dropping.
+    pub(crate) rel: Cow<'a, str>,
+    /// The request path ended with `/`: it names a directory.
+    pub(crate) dir: bool,
+}
+
+/// Checks and decodes `raw` (the request path, `/` first). The error is the
+/// status to answer: `400` for a bad percent-escape or a path that is not
+/// UTF-8; `403` for a `..` segment or a segment that decodes to hold `/`,
+/// `\` or NUL (ways out of the root or around these checks); `404` for a
+/// hidden name (a segment starting with `.`) unless `hidden` is set.
+pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
+    let rest = raw.strip_prefix('/').ok_or(400u16)?;
+    let dir = rest.is_empty() || rest.ends_with('/');
+    if is_plain(rest) {
+        return Ok(Target { rel: Cow::Borrowed(rest.strip_suffix('/').unwrap_or(rest)), dir });
+    }
+    let mut rel = String::with_capacity(rest.len());
+    for raw_segment in rest.split('/').filter(|s| !s.is_empty()) {
+        let segment = decode_component(raw_segment).map_err(|_| 400u16)?;
+        match &*segment {
+            "." => continue,
+            ".." => return Err(403),
+            s if s.contains(['/', '\\', '\0']) => return Err(403),
+            s if s.starts_with('.') && !hidden => return Err(404),
+            s => {
+                if !rel.is_empty() {
+                    rel.push('/');
+                }
+                rel.push_str(s);
+            }
+        }
+    }
+    Ok(Target { rel: Cow::Owned(rel), dir })
+}
+
+/// Nothing to decode or drop: no escape, no backslash, no empty segment
+/// and no segment starting with `.`.
+fn is_plain(rest: &str) -> bool {
+    let bytes = rest.as_bytes();
+    !bytes.first().is_some_and(|&b| b == b'.' || b == b'/')
+        && !bytes.iter().any(|&b| b == b'%' || b == b'\\')
+        && !bytes.windows(2).any(|w| w == b"/." || w == b"//")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(raw: &str) -> (String, bool, bool) {
+        let t = target(raw, false).unwrap();
+        (t.rel.to_string(), t.dir, matches!(t.rel, Cow::Borrowed(_)))
+    }
+
+    #[test]
+    fn plain_paths_are_borrowed() {
+        assert_eq!(ok("/"), ("".into(), true, true));
+        assert_eq!(ok("/index.html"), ("index.html".into(), false, true));
+        assert_eq!(ok("/docs/"), ("docs".into(), true, true));
+        assert_eq!(ok("/a/b-c_d~e.f.txt"), ("a/b-c_d~e.f.txt".into(), false, true));
+    }
+
+    #[test]
+    fn escapes_empty_and_dot_segments_are_decoded_and_dropped() {
+        assert_eq!(ok("/caf%C3%A9/men%C3%BC.txt"), ("café/menü.txt".into(), false, false));
+        assert_eq!(ok("//a///b"), ("a/b".into(), false, false));
+        assert_eq!(ok("/./a/./b/."), ("a/b".into(), false, false));
+        assert_eq!(ok("/a%20b/"), ("a b".into(), true, false));
+    }
+
+    #[test]
+    fn ways_out_of_the_root_are_forbidden() {
+        for raw in [
+            "/..",
+            "/../etc/passwd",
+            "/a/../../b",
+            "/%2e%2e/etc/passwd",
+            "/.%2E/x",
+            "/a%2f..%2f..%2fetc",
+            "/..%2Fetc",
+            "/a%5c..%5cb",
+            "/a\\..\\b",
+            "/a%00.txt",
+        ] {
+            assert_eq!(target(raw, false), Err(403), "{raw}");
+            assert_eq!(target(raw, true), Err(403), "{raw} with hidden files served");
+        }
+    }
+
+    #[test]
+    fn malformed_paths_are_bad_requests() {
+        for raw in ["", "a/b", "/%", "/%zz", "/a%C3", "/%FF"] {
+            assert_eq!(target(raw, false), Err(400), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn hidden_names_are_not_found_unless_served() {
+        for raw in ["/.git/config", "/a/.env", "/%2Ehtpasswd"] {
+            assert_eq!(target(raw, false), Err(404), "{raw}");
+        }
+        assert_eq!(target("/.well-known/x", true).unwrap().rel, ".well-known/x");
+    }
+}

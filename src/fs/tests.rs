@@ -1,0 +1,341 @@
+//! ServeDir through handler calls: exact statuses, headers and bodies.
+
+use std::io::Write;
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::response::Payload;
+use crate::testing::with_request;
+
+/// A fresh directory under the system's temporary one; removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("httpool-fs-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.0.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A site: `root` is what is served, `outside` sits next to it.
+fn site() -> (TempDir, ServeDir) {
+    let tmp = TempDir::new();
+    tmp.write("site/index.html", b"<h1>home</h1>\n");
+    tmp.write("site/hello.txt", b"0123456789abcdefghij");
+    tmp.write("site/docs/index.html", b"<h1>docs</h1>\n");
+    tmp.write("site/empty/.keep", b"");
+    tmp.write("site/.env", b"SECRET=1\n");
+    tmp.write("site/data.json", b"{}");
+    tmp.write("site/logo.svg", b"<svg/>");
+    tmp.write("site/app.js", b"1");
+    tmp.write("site/blob.unknownext", b"?");
+    tmp.write("outside/secret.txt", b"secret\n");
+    let dir = ServeDir::new(tmp.0.join("site")).unwrap();
+    (tmp, dir)
+}
+
+fn get(dir: &ServeDir, target: &str, headers: &str) -> Response {
+    let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\n{headers}\r\n");
+    with_request(raw.as_bytes(), |req| dir.serve(req))
+}
+
+fn request(dir: &ServeDir, method: &str, target: &str) -> Response {
+    let raw = format!("{method} {target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    with_request(raw.as_bytes(), |req| dir.serve(req))
+}
+
+/// The body a response would send.
+fn body(resp: Response) -> Vec<u8> {
+    if let Some(bytes) = resp.body.in_memory() {
+        return bytes.to_vec();
+    }
+    match resp.body {
+        Payload::File { mut file, len } => {
+            let mut out = Vec::new();
+            (&mut file).take(len).read_to_end(&mut out).unwrap();
+            out
+        }
+        _ => panic!("not a file body"),
+    }
+}
+
+fn headers(resp: &Response) -> Vec<(String, String)> {
+    let mut all: Vec<_> = resp.headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+    if let Some(ct) = &resp.content_type {
+        all.insert(0, ("Content-Type".into(), ct.to_string()));
+    }
+    all
+}
+
+#[test]
+fn a_file_with_its_type_validators_and_bytes() {
+    let (_tmp, dir) = site();
+    let resp = get(&dir, "/hello.txt", "");
+    assert_eq!(resp.status, 200);
+    let (etag, modified) = (resp.header("etag").unwrap().to_owned(), resp.header("last-modified").unwrap().to_owned());
+    assert!(etag.starts_with("\"14-") && etag.ends_with('"'), "{etag}");
+    assert_eq!(
+        headers(&resp),
+        [
+            ("Content-Type".into(), "text/plain; charset=utf-8".into()),
+            ("ETag".into(), etag),
+            ("Last-Modified".into(), modified),
+            ("Accept-Ranges".into(), "bytes".into()),
+        ]
+    );
+    assert_eq!(body(resp), b"0123456789abcdefghij");
+}
+
+#[test]
+fn content_types_by_extension() {
+    let (_tmp, dir) = site();
+    for (target, want) in [
+        ("/index.html", "text/html; charset=utf-8"),
+        ("/data.json", "application/json"),
+        ("/logo.svg", "image/svg+xml"),
+        ("/app.js", "text/javascript; charset=utf-8"),
+        ("/blob.unknownext", "application/octet-stream"),
+    ] {
+        assert_eq!(get(&dir, target, "").header("content-type"), Some(want), "{target}");
+    }
+}
+
+#[test]
+fn head_announces_the_length_and_sends_nothing() {
+    let (_tmp, dir) = site();
+    for _ in 0..2 {
+        let resp = request(&dir, "HEAD", "/hello.txt");
+        assert_eq!((resp.status, resp.declared_length), (200, Some(20)));
+        assert_eq!(resp.header("content-type"), Some("text/plain; charset=utf-8"));
+        assert!(resp.header("etag").is_some());
+        assert!(body(resp).is_empty());
+    }
+}
+
+#[test]
+fn other_methods_are_405_with_allow() {
+    let (_tmp, dir) = site();
+    for method in ["POST", "PUT", "DELETE", "OPTIONS", "PATCH"] {
+        let resp = request(&dir, method, "/hello.txt");
+        assert_eq!((resp.status, resp.header("allow")), (405, Some("GET, HEAD")), "{method}");
+    }
+}
+
+#[test]
+fn not_modified_by_etag_or_date() {
+    let (_tmp, dir) = site();
+    let first = get(&dir, "/hello.txt", "");
+    let (etag, modified) = (first.header("etag").unwrap(), first.header("last-modified").unwrap());
+    for headers in [
+        format!("If-None-Match: {etag}\r\n"),
+        format!("If-None-Match: \"other\", W/{etag}\r\n"),
+        "If-None-Match: *\r\n".to_owned(),
+        format!("If-Modified-Since: {modified}\r\n"),
+        "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n".to_owned(),
+    ] {
+        let resp = get(&dir, "/hello.txt", &headers);
+        assert_eq!(resp.status, 304, "{headers}");
+        assert_eq!(
+            headers_of_304(&resp),
+            [("ETag".to_owned(), etag.to_owned()), ("Last-Modified".to_owned(), modified.to_owned())]
+        );
+    }
+    // If-None-Match decides alone when present (RFC 9110 §13.2.2).
+    let resp = get(&dir, "/hello.txt", &format!("If-None-Match: \"other\"\r\nIf-Modified-Since: {modified}\r\n"));
+    assert_eq!(resp.status, 200);
+    let resp = get(&dir, "/hello.txt", "If-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n");
+    assert_eq!(resp.status, 200);
+}
+
+fn headers_of_304(resp: &Response) -> Vec<(String, String)> {
+    assert!(resp.content_type.is_none());
+    headers(resp)
+}
+
+#[test]
+fn single_byte_ranges() {
+    let (_tmp, dir) = site();
+    let resp = get(&dir, "/hello.txt", "Range: bytes=2-5\r\n");
+    assert_eq!((resp.status, resp.header("content-range")), (206, Some("bytes 2-5/20")));
+    assert_eq!(body(resp), b"2345");
+    let resp = get(&dir, "/hello.txt", "Range: bytes=-3\r\n");
+    assert_eq!((resp.status, resp.header("content-range")), (206, Some("bytes 17-19/20")));
+    assert_eq!(body(resp), b"hij");
+    let resp = get(&dir, "/hello.txt", "Range: bytes=15-\r\n");
+    assert_eq!(body(resp), b"fghij");
+
+    let resp = get(&dir, "/hello.txt", "Range: bytes=20-\r\n");
+    assert_eq!(resp.status, 416);
+    assert_eq!(headers(&resp), [("Content-Range".to_owned(), "bytes */20".to_owned())]);
+
+    // Several ranges, a stale If-Range, or HEAD: the whole file.
+    assert_eq!(get(&dir, "/hello.txt", "Range: bytes=0-1,3-4\r\n").status, 200);
+    assert_eq!(get(&dir, "/hello.txt", "Range: bytes=0-1\r\nIf-Range: \"old\"\r\n").status, 200);
+    let etag = get(&dir, "/hello.txt", "").header("etag").unwrap().to_owned();
+    assert_eq!(get(&dir, "/hello.txt", &format!("Range: bytes=0-1\r\nIf-Range: {etag}\r\n")).status, 206);
+    let raw = b"HEAD /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\n\r\n";
+    assert_eq!(with_request(raw, |req| dir.serve(req)).status, 200);
+}
+
+#[test]
+fn large_files_go_out_as_files_with_ranges() {
+    let (tmp, dir) = site();
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    tmp.write("site/big.bin", &big);
+    for _ in 0..2 {
+        let resp = get(&dir, "/big.bin", "");
+        assert!(matches!(resp.body, Payload::File { len: 100_000, .. }));
+        assert_eq!(resp.header("content-type"), Some("application/octet-stream"));
+        assert_eq!(body(resp), big);
+        let resp = get(&dir, "/big.bin", "Range: bytes=50000-50009\r\n");
+        assert_eq!((resp.status, resp.header("content-range")), (206, Some("bytes 50000-50009/100000")));
+        assert_eq!(body(resp), &big[50_000..50_010]);
+    }
+}
+
+#[test]
+fn without_a_memory_cache_small_files_are_files_too() {
+    let (tmp, _) = site();
+    let dir = ServeDir::new(tmp.0.join("site")).unwrap().memory_cache(0);
+    for _ in 0..2 {
+        let resp = get(&dir, "/hello.txt", "Range: bytes=0-3\r\n");
+        assert!(matches!(resp.body, Payload::File { len: 4, .. }));
+        assert_eq!(body(resp), b"0123");
+    }
+}
+
+#[test]
+fn directories_serve_their_index_and_redirect_without_a_slash() {
+    let (_tmp, dir) = site();
+    assert_eq!(body(get(&dir, "/", "")), b"<h1>home</h1>\n");
+    assert_eq!(body(get(&dir, "/docs/", "")), b"<h1>docs</h1>\n");
+    for (target, location) in [
+        ("/docs", "/docs/"),
+        ("/docs?lang=en", "/docs/?lang=en"),
+        ("//docs", "/docs/"),
+        ("/./docs", "/./docs/"),
+        ("/d%6Fcs", "/d%6Fcs/"),
+    ] {
+        let resp = get(&dir, target, "");
+        assert_eq!((resp.status, resp.header("location")), (301, Some(location)), "{target}");
+    }
+    assert_eq!(get(&dir, "/empty/", "").status, 404, "no index, no listing");
+    assert_eq!(get(&dir, "/hello.txt/", "").status, 404, "a file is not a directory");
+    let no_index = ServeDir::new(&dir.root).unwrap().index_file(None);
+    assert_eq!(get(&no_index, "/docs/", "").status, 404);
+}
+
+#[test]
+fn missing_and_hidden_files_are_404() {
+    let (tmp, dir) = site();
+    for target in ["/nope.txt", "/docs/nope/", "/.env", "/%2Eenv", "/empty/.keep"] {
+        assert_eq!(get(&dir, target, "").status, 404, "{target}");
+    }
+    let with_hidden = ServeDir::new(tmp.0.join("site")).unwrap().hidden_files(true);
+    assert_eq!(body(get(&with_hidden, "/.env", "")), b"SECRET=1\n");
+}
+
+#[test]
+fn traversal_is_refused() {
+    let (_tmp, dir) = site();
+    for target in [
+        "/../outside/secret.txt",
+        "/docs/../../outside/secret.txt",
+        "/%2e%2e/outside/secret.txt",
+        "/%2E%2E%2Foutside%2Fsecret.txt",
+        "/docs%2f..%2f..%2foutside%2fsecret.txt",
+        "/..%5coutside%5csecret.txt",
+        "/docs\\..\\..\\outside\\secret.txt",
+        "/hello.txt%00.html",
+    ] {
+        assert_eq!(get(&dir, target, "").status, 403, "{target}");
+    }
+    for target in ["/%zz", "/%C3%28", "/a%"] {
+        assert_eq!(get(&dir, target, "").status, 400, "{target}");
+    }
+}
+
+#[test]
+fn symlinks_may_not_lead_out_of_the_root() {
+    let (tmp, dir) = site();
+    symlink(tmp.0.join("outside/secret.txt"), tmp.0.join("site/leak.txt")).unwrap();
+    symlink(tmp.0.join("outside"), tmp.0.join("site/out")).unwrap();
+    symlink(tmp.0.join("site/hello.txt"), tmp.0.join("site/alias.txt")).unwrap();
+    assert_eq!(get(&dir, "/leak.txt", "").status, 403);
+    assert_eq!(get(&dir, "/out/secret.txt", "").status, 403);
+    assert_eq!(body(get(&dir, "/alias.txt", "")), b"0123456789abcdefghij");
+}
+
+#[test]
+fn a_remembered_file_swapped_for_a_symlink_out_is_refused() {
+    let (tmp, dir) = site();
+    assert_eq!(get(&dir, "/hello.txt", "").status, 200);
+    let path = tmp.0.join("site/hello.txt");
+    fs::remove_file(&path).unwrap();
+    symlink(tmp.0.join("outside/secret.txt"), &path).unwrap();
+    assert_eq!(get(&dir, "/hello.txt", "").status, 403);
+    assert_eq!(request(&dir, "HEAD", "/hello.txt").status, 403);
+}
+
+#[test]
+fn an_edited_file_is_read_again() {
+    let (tmp, dir) = site();
+    assert_eq!(body(get(&dir, "/hello.txt", "")), b"0123456789abcdefghij");
+    let path = tmp.0.join("site/hello.txt");
+    fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"KLM").unwrap();
+    let resp = get(&dir, "/hello.txt", "");
+    assert!(resp.header("etag").unwrap().starts_with("\"17-"));
+    assert_eq!(body(resp), b"0123456789abcdefghijKLM");
+    fs::remove_file(&path).unwrap();
+    assert_eq!(get(&dir, "/hello.txt", "").status, 404);
+}
+
+#[test]
+fn only_regular_files_are_served() {
+    let (tmp, dir) = site();
+    let fifo = tmp.0.join("site/pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    assert_eq!(get(&dir, "/pipe", "").status, 404);
+}
+
+#[test]
+fn a_prefix_is_taken_off() {
+    let (tmp, _) = site();
+    let dir = ServeDir::new(tmp.0.join("site")).unwrap().strip_prefix("/static/");
+    assert_eq!(body(get(&dir, "/static/hello.txt", "")), b"0123456789abcdefghij");
+    assert_eq!(body(get(&dir, "/static/", "")), b"<h1>home</h1>\n");
+    let resp = get(&dir, "/static", "");
+    assert_eq!((resp.status, resp.header("location")), (301, Some("/static/")));
+    let resp = get(&dir, "/static/docs", "");
+    assert_eq!((resp.status, resp.header("location")), (301, Some("/static/docs/")));
+    for target in ["/hello.txt", "/staticx/hello.txt", "/stat"] {
+        assert_eq!(get(&dir, target, "").status, 404, "{target}");
+    }
+}
+
+#[test]
+fn a_root_that_is_not_a_directory_is_an_error() {
+    let (tmp, _) = site();
+    assert!(ServeDir::new(tmp.0.join("site/hello.txt")).is_err());
+    assert!(ServeDir::new(tmp.0.join("missing")).is_err());
+}
