@@ -9,6 +9,7 @@
 #   PIN=1 ROUNDS=3 DURATION=5 bash ci/compare.sh   # server CPU 0, wrk -t1 CPU 1
 #   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
 #   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
+#   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash ci/compare.sh
 #
 # Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2:
 # epoll on Linux, kqueue on macOS), ehttpd, may_minihttp, hyper, actix, astra
@@ -17,7 +18,8 @@
 # astra holds a pool thread per connection, 15 per CPU by default: past that
 # many connections the rest wait unserved (wrk counts them as timeouts).
 # Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, MODES, WARMUP), plus
-# SERVERS and BASE_PORT (19001). Only 127.0.0.1 is used. Like ci/wrk.sh, it
+# SERVERS and BASE_PORT (19001); BEFORE names another testolope binary (an
+# earlier build) run as the server "before", to compare builds side by side. Only 127.0.0.1 is used. Like ci/wrk.sh, it
 # runs on Linux and macOS (bash 3.2: the servers' ports and commands are
 # parallel arrays, not associative ones).
 set -euo pipefail
@@ -42,6 +44,13 @@ for s in $SERVERS; do
     httpool)
         cargo build --release --example testolope
         cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port"
+        ;;
+    before)
+        [[ -n ${BEFORE:-} ]] || {
+            echo "server 'before' needs BEFORE=path/to/testolope" >&2
+            exit 1
+        }
+        cmd="$BEFORE 127.0.0.1:$server_port"
         ;;
     c)
         mkdir -p "$TARGET/release"

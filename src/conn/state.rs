@@ -344,9 +344,11 @@ impl ConnState {
     }
 
     /// True when parsing the unparsed bytes again may tell more than the
-    /// last parse did: a trickled head is parsed at each new line end, each
-    /// doubling and each size limit it crosses, not at every byte, so the
-    /// work stays linear in its size.
+    /// last parse did: a trickled head is parsed when a line ends or a byte
+    /// arrives that no head may hold where it is (a control, a CR, the byte
+    /// after a CR), at each doubling and at each size limit it crosses — not
+    /// at every byte, so the work stays linear in its size. (A malformed
+    /// token in an unfinished line is found when the line ends.)
     pub(crate) fn worth_parsing(&self, limits: &Limits) -> bool {
         let len = self.end - self.start;
         match self.reparse {
@@ -354,8 +356,10 @@ impl ConnState {
             Reparse::Body { len: needed } => len >= needed,
             Reparse::Head { len: old } => {
                 let crossed = |limit: usize| old < limit && len >= limit;
+                let (seen, new) = self.unparsed().split_at(old.min(len));
                 len >= old.saturating_mul(2)
-                    || self.unparsed()[old.min(len)..].contains(&b'\n')
+                    || seen.last() == Some(&b'\r')
+                    || new.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
                     || crossed(limits.max_uri_bytes.saturating_add(65))
                     || crossed(limits.max_head_bytes)
             }
