@@ -1,6 +1,7 @@
 //! Each example's handler, through the test client: the requests its doc
-//! comment shows, and the answers it promises. (`static_files` has tests of
-//! its own; upgrades over a socket are in `tests/upgrade.rs`.)
+//! comment shows, and the answers it promises. (`static_files` is
+//! `ServeDir`, whose cases are in `tests/helpers.rs`; here the example's
+//! three requests. Upgrades over a socket are in `tests/upgrade.rs`.)
 
 use std::time::Duration;
 
@@ -325,4 +326,26 @@ fn http_router_routes_http_crate_handlers() {
     assert_eq!(user.header("content-type"), Some("application/json"));
     assert_eq!(app.send(TestRequest::get("/health")).text(), "ok\n");
     assert_eq!(app.send(TestRequest::get("/nope")).status(), 404);
+}
+
+/// `static_files` serves a directory with `ServeDir`: the three requests
+/// its doc comment shows — a file, a range (206) and a revalidation (304).
+#[cfg(feature = "fs")]
+#[test]
+fn static_files_serves_a_file_a_range_and_a_304() {
+    let dir = std::env::temp_dir().join(format!("httpool-example-static-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("index.html"), "<h1>hello</h1>\n").unwrap();
+    let server = TestServer::from_handler(httpool::ServeDir::new(&dir).unwrap());
+    let whole = server.send(TestRequest::get("/index.html"));
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(whole.text(), "<h1>hello</h1>\n");
+    let range = server.send(TestRequest::get("/index.html").header("Range", "bytes=0-3"));
+    assert_eq!((range.status(), range.text()), (206, "<h1>"));
+    assert_eq!(range.header("content-range"), Some("bytes 0-3/15"));
+    let etag = whole.header("etag").expect("an ETag").to_string();
+    let again = server.send(TestRequest::get("/index.html").header("If-None-Match", &etag));
+    assert_eq!(again.status(), 304);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
