@@ -12,18 +12,8 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, blocking_server, closed, connect, echo, get, read_reply, send};
-use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
-
-/// Spins (yielding) until `cond` holds on the server's stats; fails after
-/// the safety-net patience.
-fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond(&server.stats()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", server.stats());
-        thread::yield_now();
-    }
-}
+use common::{PATIENCE, blocking_server, closed, connect, echo, get, read_reply, send, wait_for};
+use httpool::{Overload, Request, Response, Server, ServerHandle};
 
 /// A one-worker, depth-one server whose `/block` handler waits for a release.
 fn one_worker_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {

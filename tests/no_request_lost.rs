@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, closed, connect, get, read_reply, send};
-use httpool::{Request, Response, Server, ServerHandle, Stats};
+use common::{PATIENCE, closed, connect, get, read_reply, send, wait_for};
+use httpool::{Request, Response, Server, ServerHandle};
 
 /// Each request of a burst is 64 bytes: `GET /NNNNN` padded by a header.
 fn burst(count: usize) -> Vec<u8> {
@@ -139,15 +139,6 @@ fn empty_lines_do_not_keep_a_connection_open_past_its_deadline() {
         pings.join().unwrap();
     }
     assert!(server.shutdown());
-}
-
-/// Waits until `cond` holds for the server's stats, at most [`PATIENCE`].
-fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond(&server.stats()) {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", server.stats());
-        std::thread::yield_now();
-    }
 }
 
 /// `Duration::MAX` — "no limit" — for every timeout keeps the server

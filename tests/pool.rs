@@ -14,21 +14,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, connect, get, read_reply, send};
-use httpool::{Overload, Request, Response, Server, ServerHandle, Stats};
-
-/// Waits until `cond` holds for the server's stats, at most [`PATIENCE`].
-fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) -> Stats {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let stats = server.stats();
-        if cond(&stats) {
-            return stats;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}: {stats:?}");
-        std::thread::yield_now();
-    }
-}
+#[cfg(target_os = "linux")]
+use common::httpool_threads;
+use common::{PATIENCE, connect, get, read_reply, send, wait_for};
+use httpool::{Overload, Request, Response, Server, ServerHandle};
 
 /// A gate the `/block` handler waits at until it opens; counts who is in.
 #[derive(Default)]
@@ -180,16 +169,6 @@ fn extra_threads_retire_after_the_idle_timeout_and_the_core_stays() {
     send(&mut blocked[0], &get("/"));
     assert_eq!(read_reply(&mut blocked[0], false).unwrap().body, b"done");
     assert!(server.shutdown());
-}
-
-/// Threads of this process whose name starts with `httpool`.
-#[cfg(target_os = "linux")]
-fn httpool_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with("httpool"))
-        .count()
 }
 
 /// A child process runs the server with an address-space limit that leaves

@@ -3,18 +3,10 @@
 
 mod common;
 
+#[cfg(target_os = "linux")]
+use common::httpool_threads;
 use common::{PATIENCE, closed, connect, get, read_reply, send};
 use httpool::{Request, Response, Server};
-
-/// Threads of this process whose name starts with `httpool`.
-#[cfg(target_os = "linux")]
-fn httpool_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|name| name.starts_with("httpool"))
-        .count()
-}
 
 /// [`httpool_threads`] once `wanted` holds for it, or after [`PATIENCE`].
 /// A thread names itself once it first runs, and a joined thread may still

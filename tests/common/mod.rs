@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
-use httpool::{Request, Response, Server, ServerHandle};
+use httpool::{Request, Response, Server, ServerHandle, Stats};
 
 /// Safety net only: a test that would hang fails after this instead.
 pub const PATIENCE: Duration = Duration::from_secs(10);
@@ -119,4 +119,28 @@ pub fn blocking_server(
         })
         .unwrap();
     (server, entered_rx, release_tx)
+}
+
+/// Waits until `cond` holds for the server's stats (and returns them), at
+/// most [`PATIENCE`].
+pub fn wait_for(server: &ServerHandle, what: &str, cond: impl Fn(&Stats) -> bool) -> Stats {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let stats = server.stats();
+        if cond(&stats) {
+            return stats;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}: {stats:?}");
+        std::thread::yield_now();
+    }
+}
+
+/// Threads of this process whose name starts with `httpool`.
+#[cfg(target_os = "linux")]
+pub fn httpool_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("httpool"))
+        .count()
 }
