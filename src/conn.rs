@@ -454,6 +454,11 @@ fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Ne
 }
 
 fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    // At shutdown an idle connection closes instead — like any close after
+    // an answer, lingering if the client already sent more.
+    if cx.is_stopping() && !conn.must_finish() {
+        return close(conn, io, cx, true);
+    }
     match send_queued(conn, io, cx, Then::KeepAlive) {
         Ok(_) => pause(conn, cx, Next::Park),
         Err(()) => pause(conn, cx, Next::Close),
@@ -491,7 +496,7 @@ fn close<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx
         Ok(false) => return pause(conn, cx, Next::Park),
         Err(()) => return pause(conn, cx, Next::Close),
     }
-    if answered && !cx.is_stopping() && has_unread_input(conn, io) {
+    if answered && has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
     }
     pause(conn, cx, Next::Close)

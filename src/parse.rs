@@ -282,12 +282,14 @@ fn has_bare_lf(head: &[u8]) -> bool {
 }
 
 /// `bytes` after the empty lines a client may send before a request line
-/// (RFC 9112 §2.2).
+/// (RFC 9112 §2.2): CRLF, or a bare LF, as the head parser takes them.
 pub(crate) fn trim_empty_lines(mut bytes: &[u8]) -> &[u8] {
-    while let Some(rest) = bytes.strip_prefix(b"\r\n") {
-        bytes = rest;
+    loop {
+        match bytes {
+            [b'\r', b'\n', rest @ ..] | [b'\n', rest @ ..] => bytes = rest,
+            _ => return bytes,
+        }
     }
-    bytes
 }
 
 /// What [`downgrade_minor_version`] made of a request line httparse refused

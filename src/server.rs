@@ -433,7 +433,10 @@ impl ServerHandle {
     /// thread is joined.
     ///
     /// Returns `true` when every thread ended within the grace period; a
-    /// handler still running past it is left behind, detached.
+    /// handler still running past it is left behind, detached. (Threads
+    /// that retired earlier, idle, were let go when they finished their
+    /// loop: their thread-local destructors — a handler's per-thread
+    /// database connection, say — may still be running.)
     pub fn shutdown(self) -> bool {
         self.signal().shutdown();
         self.join()

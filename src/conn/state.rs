@@ -358,7 +358,7 @@ impl ConnState {
                 let crossed = |limit: usize| old < limit && len >= limit;
                 let (seen, new) = self.unparsed().split_at(old.min(len));
                 len >= old.saturating_mul(2)
-                    || seen.last() == Some(&b'\r')
+                    || (seen.last() == Some(&b'\r') && len > old)
                     || new.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
                     || crossed(limits.max_uri_bytes.saturating_add(65))
                     || crossed(limits.max_head_bytes)
