@@ -141,12 +141,7 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     };
     check_sizes(len, target, limits)?;
     // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
-    if method == "PRI" {
-        return Err(ParseError::Malformed("HTTP/2 connection preface"));
-    }
-    if !limits.any_method && !is_known_method(method) {
-        return Err(ParseError::UnknownMethod);
-    }
+    check_method(method.as_bytes(), limits)?;
     let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
     finish_head(buf, len, RequestLine { method, target, version }, req.headers, limits, spans)
 }
@@ -332,15 +327,36 @@ pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
 /// line alone is too long, else 431.
 /// A framing error in the complete field lines of an unfinished head is
 /// refused at once (as an early `Content-Length` overflow or conflict).
+/// Once the request line is whole, its method is judged as a complete head's
+/// is, before the fields (so the status a client gets does not depend on
+/// how much of the head had arrived).
 fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
-    let line_end = buf.iter().position(|&b| b == b'\n');
+    let head = trim_empty_lines(buf);
+    let line_end = head.iter().position(|&b| b == b'\n');
     let line_limit = limits.max_uri_bytes.saturating_add(64);
     match line_end {
         None if buf.len() > line_limit => Err(ParseError::UriTooLong),
         _ if buf.len() >= limits.max_head_bytes => Err(ParseError::HeadTooLarge),
         None => Ok(()),
-        Some(end) => check_complete_fields(&buf[end + 1..], &buf[..end]),
+        Some(end) => {
+            check_method(&head[..end], limits)?;
+            check_complete_fields(&head[end + 1..], &head[..end])
+        }
     }
+}
+
+/// The checks a complete head's method gets: `PRI` (the HTTP/2 preface)
+/// and, unless any method is accepted, one outside the registry.
+fn check_method(request_line: &[u8], limits: &Limits) -> Result<(), ParseError> {
+    let method = request_line.split(|&b| b == b' ').next().unwrap_or_default();
+    let Ok(method) = std::str::from_utf8(method) else { return Ok(()) };
+    if method == "PRI" {
+        return Err(ParseError::Malformed("HTTP/2 connection preface"));
+    }
+    if !limits.any_method && !is_known_method(method) {
+        return Err(ParseError::UnknownMethod);
+    }
+    Ok(())
 }
 
 /// Runs the framing checks over the field lines of `fields` that are

@@ -278,3 +278,18 @@ fn a_malformed_line_that_never_ends_is_refused_at_the_end_of_the_stream_however_
         assert!(redact_dates(&serve_chunks_with_room(&chunks, Some(room))) == whole, "{room} bytes at a time");
     }
 }
+
+/// Found by `conn_loop` (2026-11-23): an unknown method and a framing error
+/// in one head got `501` when the head arrived whole (the method is judged
+/// first) and `400` when a field line carrying the error was complete before
+/// the head (an unfinished head's complete lines were judged, its method
+/// not). An unfinished head's method is now judged first as well.
+#[test]
+fn an_unknown_method_is_judged_before_the_fields_however_the_head_arrives() {
+    let head: &[u8] = b"GMT / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\nHost: a\r\n\r\n";
+    let (first, rest) = head.split_at(head.len() - 11);
+    for chunks in [vec![head], vec![first, rest]] {
+        let out = serve_chunks(&chunks);
+        assert_eq!(status_lines(&out), ["HTTP/1.1 501 Not Implemented"], "in {} pieces", chunks.len());
+    }
+}
