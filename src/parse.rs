@@ -339,7 +339,10 @@ fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
         _ if buf.len() >= limits.max_head_bytes => Err(ParseError::HeadTooLarge),
         None => Ok(()),
         Some(end) => {
-            check_method(&head[..end], limits)?;
+            // An Icecast or RTSP line is judged as such once the head is whole.
+            if !(limits.legacy_protocols && legacy_request_line(head).is_some()) {
+                check_method(&head[..end], limits)?;
+            }
             check_complete_fields(&head[end + 1..], &head[..end])
         }
     }

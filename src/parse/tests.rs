@@ -261,3 +261,13 @@ fn legacy_heads_keep_the_limits() {
     let many: Vec<u8> = [&b"SOURCE / ICE/1.0\r\n"[..], &b"A: 1\r\n".repeat(9), b"\r\n"].concat();
     assert_eq!(parse(&many), Err(HeadTooLarge));
 }
+
+#[test]
+fn an_unfinished_head_s_method_is_judged_once_its_line_is_whole() {
+    assert_eq!(parse(b"GMT / HTTP/1.1\r\nHost: a\r\n"), Err(ParseError::UnknownMethod));
+    // Not before the line is whole, not for empty lines, not for an RTSP
+    // line (judged as such once the head is whole).
+    assert_eq!(parse(b"GMT / HT"), Ok(None));
+    assert_eq!(parse(b"\r\n\r\nGET / HTTP/1.1\r\nHo"), Ok(None));
+    assert_eq!(parse(b"ANNOUNCE rtsp://a/b RTSP/1.0\r\nCSeq: 1\r\n"), Ok(None));
+}
