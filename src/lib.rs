@@ -38,13 +38,15 @@
 //! - [`test`](mod@test) sends requests to a handler in memory, through the real
 //!   connection loop: [`test::TestRequest::get`]`("/").send(&handler)`.
 //! - Features: `log` (default: errors and client misbehaviour through the
-//!   `log` facade), `tls` (HTTPS with rustls: `Server::tls`), `http`
-//!   (conversions to and from the `http` crate's request and response).
+//!   `log` facade, and [`access_log`]), `tls` (HTTPS with rustls:
+//!   `Server::tls`), `http` (conversions to and from the `http` crate's
+//!   request and response), `json`, `cookies`, `compression` ([`compress`])
+//!   and `fs` ([`ServeDir`]).
 //!
-//! The README tells how the engine works, what its limits are (Security)
-//! and how it measures against other servers (Performance); the examples
-//! directory has a program for each feature, each tested in
-//! `tests/examples.rs`.
+//! The README has a cookbook and the limits (Security); ARCHITECTURE.md
+//! tells how the engine works and BENCHMARKS.md how it measures against
+//! other servers; the examples directory has a program for each feature,
+//! each tested in `tests/examples.rs`.
 
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations)]

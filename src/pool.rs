@@ -212,7 +212,7 @@ fn serve_until_parked<H: Handler>(
 /// ([`Server::batch_scheduling`](crate::Server::batch_scheduling)).
 ///
 /// Neither std nor rustix wraps sched_setscheduler(2), hence `unsafe`; what
-/// it buys is measured in the README (Performance). Not under
+/// it buys is measured in BENCHMARKS.md. Not under
 /// `--cfg httpool_portable`, which takes macOS's path (no policy change).
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]

@@ -198,8 +198,8 @@ impl Response {
     /// fn handler(req: &mut Request) -> Response {
     ///     match req.path() {
     ///         "/" => Response::text("Hello, world!\n"),
-    ///         // Borrowed from the request: copied into a String.
-    ///         path => Response::text(path.to_owned()).with_status(404),
+    ///         // Borrowed from the request: copied.
+    ///         path => Response::text(path).with_status(404),
     ///     }
     /// }
     /// # let _ = handler;
