@@ -179,7 +179,8 @@ impl Server {
     /// runs when that thread blocks or its time slice ends. Where clients
     /// and server share the cores, both then serve more per wake-up: in
     /// this project's loopback benchmarks it raised keep-alive throughput
-    /// 6–12% and cut CPU per new connection by a third (BENCHMARKS.md). The cost is that a worker may wait for a time slice
+    /// 6–12% and cut CPU per new connection by a third (BENCHMARKS.md).
+    /// The cost is that a worker may wait for a time slice
     /// (a few ms) when every core is busy with other work. On macOS and
     /// other systems (no such policy) it does nothing. Default: on.
     pub fn batch_scheduling(mut self, on: bool) -> Server {
