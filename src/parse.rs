@@ -132,6 +132,9 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
                     return parse_legacy_head(buf, line, limits, spans);
                 }
             }
+            if is_header_section_error(e) {
+                judge_request_line(buf, limits)?;
+            }
             return Err(map_httparse(e, buf, limits));
         }
     };
@@ -345,6 +348,33 @@ fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
             }
             check_complete_fields(&head[end + 1..], &head[..end])
         }
+    }
+}
+
+/// True for the errors httparse finds in header lines, which come after
+/// the request line.
+fn is_header_section_error(e: httparse::Error) -> bool {
+    use httparse::Error::{HeaderName, HeaderValue, NewLine, TooManyHeaders};
+    matches!(e, HeaderName | HeaderValue | NewLine | TooManyHeaders)
+}
+
+/// A head is judged line by line in the order the lines come, whatever has
+/// arrived when it is parsed: a request line before the header lines that
+/// follow it. So an error in a header line is answered only after the
+/// request line's method passed, as it is while the head is unfinished.
+fn judge_request_line(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
+    let head = trim_empty_lines(buf);
+    let Some(end) = head.iter().position(|&b| b == b'\n') else { return Ok(()) };
+    if limits.legacy_protocols && legacy_request_line(head).is_some() {
+        return Ok(());
+    }
+    // Only a request line that parses on its own has a method to judge.
+    let mut alone = head[..=end].to_vec();
+    alone.extend_from_slice(b"\r\n");
+    let mut none = [httparse::EMPTY_HEADER; 0];
+    match httparse::Request::new(&mut none).parse(&alone) {
+        Ok(httparse::Status::Complete(_)) => check_method(&head[..end], limits),
+        _ => Ok(()),
     }
 }
 

@@ -293,3 +293,18 @@ fn an_unknown_method_is_judged_before_the_fields_however_the_head_arrives() {
         assert_eq!(status_lines(&out), ["HTTP/1.1 501 Not Implemented"], "in {} pieces", chunks.len());
     }
 }
+
+/// Found by `conn_loop` (2026-11-23), after the fix above: an unknown
+/// method whose head has a malformed header line got `501` when the request
+/// line came alone first and `400` when the head came whole (httparse stops
+/// at the bad header line before the method is judged). Lines are judged in
+/// the order they come: the method first, either way.
+#[test]
+fn a_malformed_header_line_is_judged_after_the_request_line_before_it() {
+    let head: &[u8] = b"abcGET /c HTTP/1.1\r\nHost: a\r\n++\nMore: b\r\n\r\n";
+    let (first, rest) = head.split_at(20);
+    for chunks in [vec![head], vec![first, rest]] {
+        let out = serve_chunks(&chunks);
+        assert_eq!(status_lines(&out), ["HTTP/1.1 501 Not Implemented"], "in {} pieces", chunks.len());
+    }
+}
