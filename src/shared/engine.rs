@@ -55,7 +55,10 @@ pub(crate) struct Hub<C> {
 /// What a worker does next.
 pub(crate) enum Work<C> {
     Serve(C),
-    /// Leave: an extra thread idle for its whole timeout, or shutdown done.
+    /// Leave: an extra thread was idle for its whole timeout; `last` when
+    /// no extra thread is left.
+    Retire { last: bool },
+    /// Leave: shutdown is done.
     Leave,
 }
 
@@ -161,7 +164,7 @@ impl<C: Occupant> Engine<C> {
             if timed_out && hub.crew.may_retire() && !self.is_stopping() {
                 hub.crew.exited(true);
                 self.exited.notify_all();
-                return Work::Leave;
+                return Work::Retire { last: !hub.crew.has_extra() };
             }
         }
     }
