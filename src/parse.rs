@@ -181,8 +181,11 @@ fn finish_head(
     let RequestLine { method, target, version } = line;
     // RFC 9112 §2.2 lets a recipient accept a bare LF as a line end; one
     // inside a CRLF head is how front and back ends are made to disagree
-    // about where fields end, so none is accepted.
-    if has_bare_lf(&buf[..len]) {
+    // about where fields end, so none is accepted. Empty lines before the
+    // request line are no part of the head: a bare LF there is skipped, as
+    // it is while the head is unfinished.
+    let lead = buf.len() - trim_empty_lines(buf).len();
+    if has_bare_lf(&buf[lead..len]) {
         return Err(ParseError::Malformed("bare LF in the head"));
     }
     // RFC 9112 §3.2: the target is URI syntax, visible ASCII only.

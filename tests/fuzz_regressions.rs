@@ -308,3 +308,26 @@ fn a_malformed_header_line_is_judged_after_the_request_line_before_it() {
         assert_eq!(status_lines(&out), ["HTTP/1.1 501 Not Implemented"], "in {} pieces", chunks.len());
     }
 }
+
+/// Found by `conn_loop` (2026-11-23): empty lines of a bare LF before a
+/// pipelined request were skipped when the request came after its
+/// connection had parked (its unfinished head trimmed of them) and refused
+/// as a bare LF in the head when it was already whole in the buffer; a
+/// client reading slowly made the connection park, so it got a `400` where
+/// a fast one got `200`. They are skipped either way (RFC 9112 §2.2).
+#[test]
+fn bare_lf_empty_lines_before_a_pipelined_request_are_skipped_however_it_arrives() {
+    let first: &[u8] = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+    let second: &[u8] = b"\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n";
+    let both = [first, second].concat();
+    for (chunks, room) in [
+        (vec![&both[..]], None),
+        (vec![&both[..]], Some(16)),
+        (vec![first, second], None),
+        (vec![first, second], Some(16)),
+        (vec![first, &second[..8], &second[8..]], Some(16)),
+    ] {
+        let out = serve_chunks_with_room(&chunks, room);
+        assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK"; 2], "{} pieces, room {room:?}", chunks.len());
+    }
+}

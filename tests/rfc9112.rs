@@ -701,6 +701,13 @@ cases! {
     /// request line.
     empty_line_before_the_request_line_is_ignored:
         b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => [200], KeepAlive;
+    /// RFC 9112 §2.2 lets a recipient take a bare LF as a line end: empty
+    /// lines of one are skipped too (as httparse, llhttp and nginx do),
+    /// before a first request and between pipelined ones.
+    bare_lf_empty_lines_before_the_request_line_are_ignored:
+        b"\n\r\n\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => [200], KeepAlive;
+    bare_lf_empty_lines_between_pipelined_requests_are_ignored:
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\n\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n" => [200, 200], KeepAlive;
 }
 
 // Refused before the head is complete: no need to wait for the rest of a
