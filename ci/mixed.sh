@@ -181,7 +181,7 @@ bench() {
         wrk_bg "$out" "$WARMUP" "$CONNECTIONS" 2 "$base/testolope"
         wrk_wait "$WRK_PID" "$out"
     fi
-    local alone trivial blocking after idle
+    local alone trivial blocking before after idle
     alone=$(mktemp /tmp/mixed-alone.XXXXXX)
     trivial=$(mktemp /tmp/mixed-trivial.XXXXXX)
     blocking=$(mktemp /tmp/mixed-blocking.XXXXXX)
@@ -189,6 +189,7 @@ bench() {
     wrk_wait "$WRK_PID" "$alone"
     alive "$name" "$pid"
     sleep 1
+    before=$(proc_status "$pid")
     mixed_run "$name" "$pid" "$base" "$n" "$trivial" "$blocking"
     alive "$name" "$pid"
     after=$(proc_status "$pid")
@@ -196,7 +197,7 @@ bench() {
     alive "$name" "$pid"
     idle=$(proc_status "$pid")
     stop_server "$pid"
-    echo "$name $n $round $(parse_wrk "$alone") $(parse_wrk "$trivial") $(parse_wrk "$blocking") $PEAK $after $idle" >>"$RESULTS"
+    echo "$name $n $round $(parse_wrk "$alone") $(parse_wrk "$trivial") $(parse_wrk "$blocking") $PEAK $after $idle $before" >>"$RESULTS"
     rm -f "$alone" "$trivial" "$blocking" ${out:+"$out"}
     tail -n1 "$RESULTS" >&2
     sleep 1
@@ -208,7 +209,7 @@ summarize() {
 import statistics, sys
 path, rounds, duration, idle_wait = sys.argv[1:]
 fields = ("name n round a_rps a_p50 a_p99 a_to a_err m_rps m_p50 m_p99 m_to m_err "
-          "b_rps b_p50 b_p99 b_to b_err t_peak r_peak t_after r_after t_idle r_idle").split()
+          "b_rps b_p50 b_p99 b_to b_err t_peak r_peak t_after r_after t_idle r_idle t_before r_before").split()
 rows = [dict(zip(fields, l.split())) for l in open(path) if l.strip()]
 levels, order = [], []
 for r in rows:
@@ -231,11 +232,12 @@ def num(x, fmt="{:.0f}"):
 
 print(f"\n{rounds} round(s); trivial runs of {duration} s (wrk -t2 -c32); medians over rounds;"
       f" errors summed over rounds (timeouts/other). Threads and RSS: at the peak of the"
-      f" mixed run / right after it / {idle_wait} s later.")
+      f" mixed run / right after it / {idle_wait} s later; RSS also before the mixed run"
+      f" (after the trivial run alone).")
 for n in levels:
     print(f"\n### {n} blocking connections (ideal blocking rate {n * 20} req/s)\n")
     print("| server | alone req/s | mixed req/s | mixed/alone | p50 ms | p99 ms | trivial err"
-          " | blocking req/s | blocking err | threads peak / after / idle | RSS MiB peak / after |")
+          " | blocking req/s | blocking err | threads peak / after / idle | RSS MiB before / peak / after / idle |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for name in order:
         runs = [r for r in rows if r["name"] == name and int(r["n"]) == n]
@@ -245,7 +247,7 @@ for n in levels:
         ratio = m / a if a and m is not None else None
         err = lambda p: f"{sum(int(r[p + '_to']) for r in runs)}/{sum(int(r[p + '_err']) for r in runs)}"
         thr = " / ".join(num(med(runs, k)) for k in ("t_peak", "t_after", "t_idle"))
-        rss = " / ".join(num(med(runs, k) / 1024, "{:.1f}") for k in ("r_peak", "r_after"))
+        rss = " / ".join(num(med(runs, k) / 1024, "{:.1f}") for k in ("r_before", "r_peak", "r_after", "r_idle"))
         print(f"| {name} | {num(a)} | {num(m)} | {num(ratio, '{:.2f}')} | {ms(med(runs, 'm_p50'))}"
               f" | {ms(med(runs, 'm_p99'))} | {err('m')} | {num(med(runs, 'b_rps'))} ({n * 20})"
               f" | {err('b')} | {thr} | {rss} |")
