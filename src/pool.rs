@@ -30,6 +30,10 @@ pub(crate) trait Workers: Send + Sync {
     fn join_all(&self);
 }
 
+/// The join handles of a pool's threads. Apart from the pool: a retiring
+/// thread lets go of its handle after it has let go of the pool.
+type Handles = Mutex<Vec<JoinHandle<()>>>;
+
 /// The threads of one server, and the handler they run.
 pub(crate) struct Pool<H> {
     shared: Arc<Shared>,
@@ -37,7 +41,7 @@ pub(crate) struct Pool<H> {
     /// Itself, for the threads it starts.
     this: Weak<Pool<H>>,
     /// Threads started and not joined yet.
-    handles: Mutex<Vec<JoinHandle<()>>>,
+    handles: Arc<Handles>,
     /// For thread names.
     started: AtomicUsize,
 }
@@ -51,7 +55,7 @@ impl<H: Handler> Pool<H> {
             shared: shared.clone(),
             handler,
             this: this.clone(),
-            handles: Mutex::new(Vec::new()),
+            handles: Arc::new(Mutex::new(Vec::new())),
             started: AtomicUsize::new(0),
         });
         let seats = shared.seats.len();
@@ -75,10 +79,23 @@ impl<H: Handler> Pool<H> {
         let pool = self.this.upgrade().ok_or_else(|| io::Error::other("the pool is gone"))?;
         let waiter = Waiter::new()?;
         let n = self.started.fetch_add(1, Ordering::Relaxed);
+        let handles = self.handles.clone();
         let handle = thread::Builder::new()
             .name(format!("httpool-worker-{n}"))
             .stack_size(self.shared.config.worker_stack_size)
-            .spawn(move || work(&pool, seat, waiter))?;
+            .spawn(move || {
+                let retired = work(&pool, seat, waiter);
+                // The pool, and the handler in it, is let go first: once
+                // `join_all` no longer waits for this thread, it holds
+                // nothing of the server's.
+                drop(pool);
+                if let Some(last) = retired {
+                    let_go_of_current(&handles);
+                    if last {
+                        give_back_free_memory();
+                    }
+                }
+            })?;
         let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
         // The handles of threads that retired are let go as new ones start,
         // so the list stays as long as the pool.
@@ -104,17 +121,15 @@ impl<H: Handler> Workers for Pool<H> {
     }
 }
 
-impl<H> Pool<H> {
-    /// A retiring thread lets go of its own handle: the thread is detached,
-    /// so its stack is freed as it exits. A finished thread whose handle
-    /// is kept holds its stack (20 KiB or more resident each) until it is
-    /// joined, which for a retired thread would only be at the next spawn.
-    fn let_go_of_current(&self) {
-        let me = thread::current().id();
-        let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = handles.iter().position(|handle| handle.thread().id() == me) {
-            drop(handles.swap_remove(i));
-        }
+/// A retiring thread lets go of its own handle: the thread is detached, so
+/// its stack is freed as it exits. A finished thread whose handle is kept
+/// holds its stack (20 KiB or more resident each) until it is joined, which
+/// for a retired thread would only be at the next spawn.
+fn let_go_of_current(handles: &Handles) {
+    let me = thread::current().id();
+    let mut handles = handles.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(i) = handles.iter().position(|handle| handle.thread().id() == me) {
+        drop(handles.swap_remove(i));
     }
 }
 
@@ -149,8 +164,9 @@ impl Seating for Place<'_> {
 
 /// A worker's life: take a readable connection (polling the seat when none
 /// is ready), serve it until it has nothing more to read, park or close it;
-/// until it retires or the server shuts down.
-fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) {
+/// until it retires or the server shuts down. `Some(last)` when it retired
+/// (`last`: the last extra thread to), `None` when it left at shutdown.
+fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Option<bool> {
     let shared = &*pool.shared;
     if shared.config.batch_scheduling {
         schedule_as_batch();
@@ -167,15 +183,8 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) {
                     shared.accept(seat);
                 }
             }
-            Work::Retire { last } => {
-                drop((scratch, waiter));
-                pool.let_go_of_current();
-                if last {
-                    give_back_free_memory();
-                }
-                return;
-            }
-            Work::Leave => return,
+            Work::Retire { last } => return Some(last),
+            Work::Leave => return None,
         }
     }
 }
