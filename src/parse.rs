@@ -117,6 +117,16 @@ impl ParseError {
 /// Returns `Ok(None)` while the head is incomplete and still within limits,
 /// `Ok(Some(head))` once it is complete and valid; header positions are
 /// pushed to `spans` (cleared first).
+///
+/// The verdict on a head does not depend on how its bytes arrived: a head
+/// is judged line by line in the order the lines come, each line once it
+/// is whole (the request line's length once it passes the limit), the head
+/// limit once it is crossed, and what can only be judged of a whole head
+/// last. An unfinished head is judged so ([`partial`]); a whole or refused
+/// one is answered with the first problem an unfinished prefix of it
+/// would have been refused for, if any ([`earlier_problem`],
+/// [`refused_by_httparse`]). So whether the head came whole, in pieces or a
+/// byte at a time, the status is the same.
 pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
     #[cfg(test)]
     work::PARSED.with(|n| n.set(n.get() + buf.len()));
@@ -132,21 +142,73 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
                     return parse_legacy_head(buf, line, limits, spans);
                 }
             }
-            if is_header_section_error(e) {
-                judge_request_line(buf, limits)?;
-            }
-            return Err(map_httparse(e, buf, limits));
+            return Err(refused_by_httparse(buf, e, limits, |prefix| request_refused(prefix, limits)));
         }
     };
     // httparse guarantees these are set on Complete.
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(ParseError::Malformed("incomplete request line"));
     };
-    check_sizes(len, target, limits)?;
-    // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
-    check_method(method.as_bytes(), limits)?;
     let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
-    finish_head(buf, len, RequestLine { method, target, version }, req.headers, limits, spans)
+    let line = RequestLine { method, target, version };
+    complete_head(buf, len, line, req.headers, limits, spans).map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
+}
+
+/// The checks on a complete head, and the [`Head`] they yield.
+fn complete_head(
+    buf: &[u8],
+    len: usize,
+    line: RequestLine<'_>,
+    headers: &[httparse::Header<'_>],
+    limits: &Limits,
+    spans: &mut Vec<HeaderSpan>,
+) -> Result<Option<Head>, ParseError> {
+    // httparse takes one space before the version, which is 8 bytes, and
+    // then a CR or not.
+    let version_end = span(buf, line.target.as_bytes()).0 as usize + line.target.len() + 9;
+    let line_end = version_end + usize::from(buf.get(version_end) == Some(&b'\r'));
+    check_sizes(buf, len, line_end, line.target, limits)?;
+    // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
+    check_method(line.method.as_bytes(), limits)?;
+    finish_head(buf, len, line, headers, limits, spans)
+}
+
+/// The problem an unfinished prefix of the complete head `buf[..len]` would
+/// have been refused for (the head without its last byte: any earlier
+/// prefix refused is refused for the same problem).
+#[cold]
+#[inline(never)]
+fn earlier_problem(buf: &[u8], len: usize, limits: &Limits) -> Option<ParseError> {
+    partial(&buf[..len - 1], limits).err()
+}
+
+/// What a head httparse refused with `e` is answered with: the problem the
+/// part of it before the refused byte has, if any, else `e`'s. `refuses`
+/// tells whether httparse refuses a prefix (once it has refused a byte, it
+/// refuses every longer prefix, so the byte is found by bisection).
+#[cold]
+#[inline(never)]
+fn refused_by_httparse(buf: &[u8], e: httparse::Error, limits: &Limits, refuses: impl Fn(&[u8]) -> bool) -> ParseError {
+    let (mut fine, mut refused) = (0, buf.len());
+    while refused - fine > 1 {
+        let mid = fine + (refused - fine) / 2;
+        if refuses(&buf[..mid]) {
+            refused = mid;
+        } else {
+            fine = mid;
+        }
+    }
+    match partial(&buf[..fine], limits) {
+        Err(earlier) => earlier,
+        Ok(()) => map_httparse(e, buf),
+    }
+}
+
+/// True when httparse refuses `prefix` as the start of a request head.
+fn request_refused(prefix: &[u8], limits: &Limits) -> bool {
+    let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
+    let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
+    httparse::Request::new(&mut []).parse_with_uninit_headers(prefix, raw).is_err()
 }
 
 /// The parts of a request line that the rest of the head is checked with.
@@ -156,16 +218,25 @@ struct RequestLine<'b> {
     version: Version,
 }
 
-/// A complete head over `max_head_bytes` is a 431, a target over
-/// `max_uri_bytes` a 414, before anything else is said about it.
-fn check_sizes(len: usize, target: &str, limits: &Limits) -> Result<(), ParseError> {
-    if len > limits.max_head_bytes {
+/// A complete head (empty lines before it not counted) over
+/// `max_head_bytes` is a 431; a request line over the line limit
+/// ([`partial`]), or a target over `max_uri_bytes`, a 414. `line_end`: the
+/// offset of the request line's LF in `buf`.
+fn check_sizes(buf: &[u8], len: usize, line_end: usize, target: &str, limits: &Limits) -> Result<(), ParseError> {
+    let lead = buf.len() - trim_empty_lines(buf).len();
+    if len - lead > limits.max_head_bytes {
         return Err(ParseError::HeadTooLarge);
     }
-    if target.len() > limits.max_uri_bytes {
+    if line_end - lead > line_limit(limits) || target.len() > limits.max_uri_bytes {
         return Err(ParseError::UriTooLong);
     }
     Ok(())
+}
+
+/// The longest request line (without its LF) that is not a 414 for its
+/// length alone: a target of `max_uri_bytes` and room for the rest.
+fn line_limit(limits: &Limits) -> usize {
+    limits.max_uri_bytes.saturating_add(64)
 }
 
 /// The checks on a complete head that httparse does not make, and the
@@ -267,15 +338,26 @@ fn parse_legacy_head(
     let (fields_len, headers) = match httparse::parse_headers(&buf[fields_start..], raw) {
         Ok(httparse::Status::Complete(done)) => done,
         Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
-        Err(e) => return Err(map_httparse(e, buf, limits)),
+        Err(e) => {
+            let refuses = |prefix: &[u8]| prefix.len() > fields_start && fields_refused(&prefix[fields_start..], limits);
+            return Err(refused_by_httparse(buf, e, limits, refuses));
+        }
     };
     // Both are ASCII: is_token and is_ascii_graphic held.
     let (Ok(method), Ok(target)) = (std::str::from_utf8(method), std::str::from_utf8(target)) else {
         return Err(ParseError::Malformed("invalid request line"));
     };
-    check_sizes(fields_start + fields_len, target, limits)?;
+    let len = fields_start + fields_len;
     let line = RequestLine { method, target, version: Version::Http10 };
-    finish_head(buf, fields_start + fields_len, line, headers, limits, spans)
+    // The line ends with CRLF (checked above).
+    (check_sizes(buf, len, fields_start - 1, target, limits).and_then(|()| finish_head(buf, len, line, headers, limits, spans)))
+        .map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
+}
+
+/// True when httparse refuses `prefix` as the start of a field section.
+fn fields_refused(prefix: &[u8], limits: &Limits) -> bool {
+    let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
+    httparse::parse_headers(prefix, &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)]).is_err()
 }
 
 fn has_bare_lf(head: &[u8]) -> bool {
@@ -329,56 +411,36 @@ pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
     }
 }
 
-/// An incomplete head is fine until it cannot fit: then 414 if the request
-/// line alone is too long, else 431.
-/// A framing error in the complete field lines of an unfinished head is
-/// refused at once (as an early `Content-Length` overflow or conflict).
-/// Once the request line is whole, its method is judged as a complete head's
-/// is, before the fields (so the status a client gets does not depend on
-/// how much of the head had arrived).
+/// Judges an unfinished head (one httparse has not refused): its lines
+/// that are whole and within `max_head_bytes` ([`judge_lines`]), then the
+/// head limit. Empty lines before it are no part of it and count for no
+/// limit. Each problem found here is found again, the same, in any longer
+/// prefix of the head: so the verdict does not depend on when it is asked.
 fn partial(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
     let head = trim_empty_lines(buf);
-    let line_end = head.iter().position(|&b| b == b'\n');
-    let line_limit = limits.max_uri_bytes.saturating_add(64);
-    match line_end {
-        None if buf.len() > line_limit => Err(ParseError::UriTooLong),
-        _ if buf.len() >= limits.max_head_bytes => Err(ParseError::HeadTooLarge),
-        None => Ok(()),
-        Some(end) => {
-            // An Icecast or RTSP line is judged as such once the head is whole.
-            if !(limits.legacy_protocols && legacy_request_line(head).is_some()) {
-                check_method(&head[..end], limits)?;
-            }
-            check_complete_fields(&head[end + 1..], &head[..end])
-        }
+    judge_lines(&head[..head.len().min(limits.max_head_bytes)], limits)?;
+    if head.len() >= limits.max_head_bytes {
+        return Err(ParseError::HeadTooLarge);
     }
+    Ok(())
 }
 
-/// True for the errors httparse finds in header lines, which come after
-/// the request line.
-fn is_header_section_error(e: httparse::Error) -> bool {
-    use httparse::Error::{HeaderName, HeaderValue, NewLine, TooManyHeaders};
-    matches!(e, HeaderName | HeaderValue | NewLine | TooManyHeaders)
-}
-
-/// A head is judged line by line in the order the lines come, whatever has
-/// arrived when it is parsed: a request line before the header lines that
-/// follow it. So an error in a header line is answered only after the
-/// request line's method passed, as it is while the head is unfinished.
-fn judge_request_line(buf: &[u8], limits: &Limits) -> Result<(), ParseError> {
-    let head = trim_empty_lines(buf);
-    let Some(end) = head.iter().position(|&b| b == b'\n') else { return Ok(()) };
-    if limits.legacy_protocols && legacy_request_line(head).is_some() {
-        return Ok(());
+/// The lines of an unfinished head, in order: the request line's length
+/// (a 414 once it passes [`line_limit`], whole or not), then, once it is
+/// whole, its method and its line end, then each whole field line's line end
+/// and framing (an early `Content-Length` conflict, say, is refused at once).
+fn judge_lines(head: &[u8], limits: &Limits) -> Result<(), ParseError> {
+    let Some(end) = head.iter().position(|&b| b == b'\n') else {
+        return if head.len() > line_limit(limits) { Err(ParseError::UriTooLong) } else { Ok(()) };
+    };
+    if end > line_limit(limits) {
+        return Err(ParseError::UriTooLong);
     }
-    // Only a request line that parses on its own has a method to judge.
-    let mut alone = head[..=end].to_vec();
-    alone.extend_from_slice(b"\r\n");
-    let mut none = [httparse::EMPTY_HEADER; 0];
-    match httparse::Request::new(&mut none).parse(&alone) {
-        Ok(httparse::Status::Complete(_)) => check_method(&head[..end], limits),
-        _ => Ok(()),
+    // An Icecast or RTSP line is judged as such once the head is whole.
+    if !(limits.legacy_protocols && legacy_request_line(head).is_some()) {
+        check_method(&head[..end], limits)?;
     }
+    check_complete_fields(&head[end + 1..], &head[..end])
 }
 
 /// The checks a complete head's method gets: `PRI` (the HTTP/2 preface)
@@ -395,16 +457,21 @@ fn check_method(request_line: &[u8], limits: &Limits) -> Result<(), ParseError> 
     Ok(())
 }
 
-/// Runs the framing checks over the field lines of `fields` that are
-/// complete (httparse has already accepted their syntax).
+/// Checks the line ends of the request line and of the field lines of
+/// `fields` that are complete, and runs the framing checks over those
+/// field lines (httparse has already accepted their syntax), in order.
 fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), ParseError> {
+    const BARE_LF: ParseError = ParseError::Malformed("bare LF in the head");
     // `HTTP/1.0`, or an `RTSP/1.0` or `ICE/1.0` line read as one.
     let version = if request_line.ends_with(b"/1.0\r") { Version::Http10 } else { Version::Http11 };
+    if !request_line.ends_with(b"\r") {
+        return Err(BARE_LF);
+    }
     let mut framing = FramingHeaders::default();
     let mut lines = fields.split(|&b| b == b'\n');
     let _unfinished = lines.next_back();
     for line in lines {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(line) = line.strip_suffix(b"\r") else { return Err(BARE_LF) };
         let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
         let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
         if let Ok(name) = std::str::from_utf8(name) {
@@ -414,7 +481,7 @@ fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), Parse
     Ok(())
 }
 
-fn map_httparse(e: httparse::Error, buf: &[u8], limits: &Limits) -> ParseError {
+fn map_httparse(e: httparse::Error, buf: &[u8]) -> ParseError {
     match e {
         httparse::Error::TooManyHeaders => ParseError::HeadTooLarge,
         // RFC 9112 §2.3: HTTP-version = "HTTP/" DIGIT "." DIGIT, the name
@@ -422,9 +489,6 @@ fn map_httparse(e: httparse::Error, buf: &[u8], limits: &Limits) -> ParseError {
         // 9110 §15.6.6); `http/1.1`, `RTSP/1.0` or `dogg` are malformed.
         httparse::Error::Version if !names_an_http_version(buf) => ParseError::Malformed("invalid HTTP version"),
         httparse::Error::Version => ParseError::Version,
-        // A request line longer than the limit is a 414 even when httparse
-        // stopped on some byte inside it.
-        _ if partial(buf, limits) == Err(ParseError::UriTooLong) => ParseError::UriTooLong,
         httparse::Error::HeaderName => ParseError::Malformed("invalid header name"),
         httparse::Error::HeaderValue => ParseError::Malformed("invalid header value"),
         httparse::Error::NewLine => ParseError::Malformed("invalid line ending"),

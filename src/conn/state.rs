@@ -229,9 +229,13 @@ impl ConnState {
     }
 
     /// Room to read into: unparsed bytes move to the front of a full
-    /// buffer, and a small one grows (doubling, up to `size`).
+    /// buffer (empty lines before a head dropped), and a small one grows
+    /// (doubling, up to `size`).
     pub(crate) fn read_space(&mut self, size: usize) -> &mut [u8] {
         if self.end == self.buf.len() {
+            if let Some(b'\r' | b'\n') = self.unparsed().first() {
+                self.drop_empty_lines();
+            }
             #[cfg(test)]
             crate::parse::work::copied(self.end - self.start);
             if self.start > 0 {
@@ -288,11 +292,15 @@ impl ConnState {
 
     /// Sets the clock of the phase the connection parks in.
     fn stamp(&mut self, now: Instant) {
+        // A CR first can only be the start of an empty line (what else a
+        // head may have after it is refused when parsed), which begins no
+        // head.
+        let begun = self.start < self.end && self.buf[self.start] != b'\r';
         match &mut self.phase {
             // A request pipelined behind an answer the client is slow to
             // take is not late: its clock starts once the answer is out.
             Phase::Sending { .. } | Phase::Lingering { .. } | Phase::Head { .. } => {}
-            Phase::Waiting { since, first } if self.start < self.end => {
+            Phase::Waiting { since, first } if begun => {
                 // A new connection's first head runs from the accept.
                 let since = match (*since, *first) {
                     (Some(accepted), true) => accepted,
@@ -369,6 +377,18 @@ impl ConnState {
     /// The last parse found the head unfinished.
     pub(crate) fn parsed_partial(&mut self) {
         self.reparse = Reparse::Head { len: self.end - self.start };
+    }
+
+    /// Drops the empty lines before an unfinished head that has been
+    /// parsed: they are no part of it (RFC 9112 §2.2) and count for no
+    /// limit, so however many come in one turn, they must not fill the
+    /// buffer.
+    #[cold]
+    fn drop_empty_lines(&mut self) {
+        if let Reparse::Head { .. } = self.reparse {
+            self.start = self.end - trim_empty_lines(self.unparsed()).len();
+            self.reparse = Reparse::Head { len: self.end - self.start };
+        }
     }
 
     /// The head is whole; its body is awaited until `len` bytes are in.

@@ -1064,3 +1064,45 @@ fn a_head_ending_in_cr_is_not_parsed_again_when_no_byte_arrived() {
     assert_eq!(r.wire, HELLO);
     assert!(parsed < 10 * head.len(), "parsed {parsed} bytes for a {}-byte head", head.len() + 3);
 }
+
+/// An empty line begins no head, whether its CR and LF arrive together or
+/// apart (a CR alone once started a head: the head clock and its `408`
+/// instead of the idle clock, and a request to finish at shutdown).
+#[test]
+fn an_empty_line_in_two_pieces_begins_no_head() {
+    let pieces: [&[&[u8]]; 2] = [&[b"\r\n"], &[b"\r", b"\n"]];
+    for pieces in pieces {
+        let mut s = Served::new(&hello);
+        let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+        io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        for piece in pieces {
+            io.chunks.push_back(piece.to_vec());
+            io.release();
+            assert_eq!(s.serve(&mut io), Next::Park);
+        }
+        assert!(!s.conn.has_unparsed());
+        assert!(!s.conn.must_finish(), "in {} pieces: {:?}", pieces.len(), s.conn.phase);
+    }
+}
+
+/// At shutdown a connection that has sent an empty line in two pieces is
+/// closed quietly, not handed to a worker to wait for a head the client
+/// never began (and answered `408`).
+#[test]
+fn at_shutdown_an_empty_line_in_two_pieces_is_not_waited_for() {
+    let mut s = Served::new(&hello);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", b"\r", b"\n"]);
+    io.release();
+    while {
+        assert_eq!(s.serve(&mut io), Next::Park);
+        io.release()
+    } {}
+    s.stopping.store(true, Ordering::Relaxed);
+    io.written.clear();
+    if s.conn.must_finish() {
+        // What the sweep does with it: back to a worker.
+        assert_eq!(s.serve(&mut io), Next::Close);
+    }
+    assert_eq!(redact_dates(&io.written), "", "answered at shutdown");
+}
