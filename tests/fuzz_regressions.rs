@@ -331,3 +331,29 @@ fn bare_lf_empty_lines_before_a_pipelined_request_are_skipped_however_it_arrives
         assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK"; 2], "{} pieces, room {room:?}", chunks.len());
     }
 }
+
+/// Found by `conn_loop` (2026-11-23): a field line that is whole (an
+/// unsupported `Expect`) before one httparse refuses (a bare CR) got `417`
+/// when the head was parsed unfinished, as a client reading slowly made it
+/// be, and `400` when it was parsed whole. The first problem wins, either
+/// way (`tests/verdicts.rs` sends such heads every way).
+#[test]
+fn a_whole_field_line_is_judged_before_a_refused_one_however_the_head_arrives() {
+    let first: &[u8] = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+    let second: &[u8] = b"GET /b HTTP/1.1\r\nHost: a\r\nExpect: nope\r\nX: y\r*Z: w\r\n\r\n";
+    let both = [first, second].concat();
+    for (chunks, room) in [
+        (vec![&both[..]], None),
+        (vec![&both[..]], Some(16)),
+        (vec![first, second], None),
+        (vec![first, &second[..50], &second[50..]], None),
+    ] {
+        let out = serve_chunks_with_room(&chunks, room);
+        assert_eq!(
+            status_lines(&out),
+            ["HTTP/1.1 200 OK", "HTTP/1.1 417 Expectation Failed"],
+            "{} pieces, room {room:?}",
+            chunks.len()
+        );
+    }
+}

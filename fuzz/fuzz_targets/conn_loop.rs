@@ -29,7 +29,11 @@
 //!   body, and the output alone cannot say which requests were `HEAD`, so
 //!   each response may also be taken as body-less: the output must be
 //!   parseable along at least one such path;
-//! - a response with `Connection: close` is the last one written.
+//! - a response with `Connection: close` is the last one written;
+//! - the same bytes sent in one piece get the same answers (a `100
+//!   Continue` aside: it is sent only when the body has not come with the
+//!   head), and so do they for a client that takes the answers slowly: how
+//!   the bytes arrive and leave changes no verdict.
 //!
 //! Panics anywhere in the crate (the handler's `catch_unwind` included)
 //! abort under libFuzzer, and a hang is caught by `-timeout`.
@@ -43,8 +47,16 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let chunks = split(mode, rest);
+    let (chunks, payload) = split(mode, rest);
     let out = httpool::fuzz::serve_chunks(&chunks);
+    if chunks.len() > 1 {
+        let whole = httpool::fuzz::serve_chunks(&[payload]);
+        assert!(
+            without_continue(&whole) == without_continue(&out),
+            "in one piece, other answers than in {} pieces",
+            chunks.len()
+        );
+    }
     // Bits 5..7 of a cut-mode byte: a client that takes only 32..2048
     // bytes of the answers at a time. What it gets in the end is the same.
     if mode & 0x10 == 0 && mode >> 5 != 0 {
@@ -63,10 +75,25 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-fn split(mode: u8, rest: &[u8]) -> Vec<&[u8]> {
+/// `out` with dates redacted and `100 Continue` answers left out.
+fn without_continue(out: &[u8]) -> Vec<u8> {
+    const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+    let out = httpool::fuzz::redact_dates(out);
+    let mut kept = Vec::with_capacity(out.len());
+    let mut rest = &out[..];
+    while let Some(at) = rest.windows(CONTINUE.len()).position(|w| w == CONTINUE) {
+        kept.extend_from_slice(&rest[..at]);
+        rest = &rest[at + CONTINUE.len()..];
+    }
+    kept.extend_from_slice(rest);
+    kept
+}
+
+/// The pieces the client sends, and all of them in one.
+fn split(mode: u8, rest: &[u8]) -> (Vec<&[u8]>, &[u8]) {
     if mode & 0x10 != 0 {
         let size = usize::from(mode >> 5) + 1;
-        return rest.chunks(size).collect();
+        return (rest.chunks(size).collect(), rest);
     }
     let cuts = usize::from(mode & 0x0f);
     let (cut_bytes, payload) = rest.split_at((cuts * 2).min(rest.len()));
@@ -82,7 +109,7 @@ fn split(mode: u8, rest: &[u8]) -> Vec<&[u8]> {
         prev = p;
     }
     chunks.push(&payload[prev..]);
-    chunks
+    (chunks, payload)
 }
 
 /// One parsed response head.
