@@ -20,9 +20,6 @@ pub(crate) const MAX_TRAILER_BYTES: usize = 8192;
 
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// Longest a worker waits for the rest of a body its handler did not read,
-/// to keep the connection; a slower client is closed after the response.
-const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
 /// `now + d`, or a century from now when `d` is too large to add (a
 /// timeout of `Duration::MAX` means no limit).
@@ -263,6 +260,10 @@ pub(crate) struct BodyBounds {
     pub(crate) read_timeout: Duration,
     /// Longest time for the whole body, from the first read that waits.
     pub(crate) total_timeout: Duration,
+    /// Longest a worker waits for the rest of a body its handler did not
+    /// read, to keep the connection; a slower client is closed after the
+    /// response.
+    pub(crate) drain_wait: Duration,
 }
 
 /// What the connection needs to know once the handler is done with a body.
@@ -415,7 +416,7 @@ impl<'a> Body<'a> {
             // The client waits for 100 before sending; it was never asked.
             return false;
         }
-        let patience = far_after(Instant::now(), DRAIN_WAIT);
+        let patience = far_after(Instant::now(), self.bounds.drain_wait);
         let whole = self.deadline;
         self.deadline = Some(whole.map_or(patience, |d| d.min(patience)));
         let mut scratch = [0u8; 4096];

@@ -93,6 +93,10 @@ pub(crate) struct Config {
     pub(crate) write_timeout: Duration,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
+    /// See [`BodyBounds::drain_wait`](crate::body::BodyBounds); not a
+    /// setting (the in-memory harnesses lift it, so that how long a run
+    /// takes changes nothing they check).
+    pub(crate) drain_wait: Duration,
     pub(crate) max_unsent_bytes: u64,
     pub(crate) overload: Overload,
     /// Workers run under `SCHED_BATCH` (Linux).
@@ -118,6 +122,7 @@ impl Default for Config {
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
+            drain_wait: Duration::from_secs(1),
             max_unsent_bytes: DEFAULT_MAX_UNSENT_BYTES,
             overload: Overload::Wait,
             batch_scheduling: true,
@@ -141,6 +146,7 @@ impl Config {
             limit: self.limits.max_body_bytes,
             read_timeout: self.body_read_timeout,
             total_timeout: self.body_timeout,
+            drain_wait: self.drain_wait,
         }
     }
 

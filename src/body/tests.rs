@@ -106,7 +106,12 @@ fn body_over<'a>(
     expect: bool,
 ) -> Body<'a> {
     buf[..buffered.len()].copy_from_slice(buffered);
-    let bounds = BodyBounds { limit, read_timeout: Duration::from_millis(10), total_timeout: Duration::from_secs(60) };
+    let bounds = BodyBounds {
+        limit,
+        read_timeout: Duration::from_millis(10),
+        total_timeout: Duration::from_secs(60),
+        drain_wait: Duration::from_secs(1),
+    };
     Body::new(kind, io, buf, buffered.len(), bounds, expect)
 }
 
@@ -194,7 +199,12 @@ fn the_whole_body_has_a_deadline() {
     let mut io = Script::new(&[b"a", b"b"]);
     io.patient = true;
     let mut buf = [0u8; 64];
-    let bounds = BodyBounds { limit: 100, read_timeout: Duration::from_secs(10), total_timeout: Duration::ZERO };
+    let bounds = BodyBounds {
+        limit: 100,
+        read_timeout: Duration::from_secs(10),
+        total_timeout: Duration::ZERO,
+        drain_wait: Duration::from_secs(1),
+    };
     let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);
     let err = body.read(&mut [0; 8]).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::TimedOut);
