@@ -394,18 +394,23 @@ pub(crate) enum Downgrade {
 pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
     let start = buf.len() - trim_empty_lines(buf).len();
     let buf = &mut buf[start..];
-    let Some(line_end) = buf.iter().position(|&b| b == b'\n') else {
-        // httparse refuses `HTTP/1.2` as soon as the minor digit is in.
-        return match buf {
-            [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9']
-            | [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9', b'\r'] => Downgrade::Unfinished,
-            _ => Downgrade::Refused,
-        };
+    let (line, complete) = match buf.iter().position(|&b| b == b'\n') {
+        Some(end) => (&mut buf[..end], true),
+        None => (buf, false),
     };
-    match &mut buf[..line_end] {
-        [.., b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9', b'\r'] => {
+    // The version is the third field, all of it: `HTTP/1.x` with a CR
+    // after it once the line is whole, and at most that CR when not.
+    let Some(second_space) = line.iter().enumerate().filter(|&(_, &b)| b == b' ').nth(1).map(|(i, _)| i) else {
+        return Downgrade::Refused;
+    };
+    match (&mut line[second_space + 1..], complete) {
+        ([b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9', b'\r'], true) => {
             *minor = b'1';
             Downgrade::Rewritten
+        }
+        // httparse refuses `HTTP/1.2` as soon as the minor digit is in.
+        ([b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9'] | [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9', b'\r'], false) => {
+            Downgrade::Unfinished
         }
         _ => Downgrade::Refused,
     }

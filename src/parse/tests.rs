@@ -199,6 +199,12 @@ fn higher_minor_versions_are_read_as_http11() {
     {
         assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Refused, "{other:?}");
     }
+    // The whole third field is the version: one that merely ends like a
+    // higher minor version is refused (found by conn_loop: such a line
+    // waited for more when it came whole and got 505 a byte at a time).
+    for other in [&b"OT /u HTTP/1PSOT /u HTTP/1.3\r"[..], b"GET /u HTTP/1xHTTP/1.2\r\n", b"GET /u HTTP/1.2 HTTP/1.2"] {
+        assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Refused, "{other:?}");
+    }
 }
 
 #[test]
