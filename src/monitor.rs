@@ -65,7 +65,9 @@ impl Monitor {
             shared,
             workers,
             timers: BinaryHeap::with_capacity(2 * TIMER_SLACK),
-            later: Vec::new(),
+            // Sized up front, like the other lists here: a first use under
+            // load allocates nothing (`tests/alloc.rs`).
+            later: Vec::with_capacity(64),
             stuck: Vec::with_capacity(seats),
             orphans: Vec::with_capacity(seats),
             nudge: Vec::with_capacity(seats),

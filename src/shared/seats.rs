@@ -94,6 +94,10 @@ impl Seat {
     }
 }
 
+/// Room each ready list starts with, so that the first connections queued
+/// there (a hand-over under load, say) allocate nothing; more grows it.
+const READY_CAPACITY: usize = 16;
+
 /// Per seat: its ready list and who watches it. Lives under the hub lock.
 pub(crate) struct SeatBoard<C = Box<Conn>> {
     /// Readable connections per seat, oldest first.
@@ -115,7 +119,7 @@ pub(crate) struct SeatBoard<C = Box<Conn>> {
 impl<C: Occupant> SeatBoard<C> {
     pub(crate) fn new(seats: usize) -> SeatBoard<C> {
         SeatBoard {
-            ready: (0..seats).map(|_| VecDeque::new()).collect(),
+            ready: (0..seats).map(|_| VecDeque::with_capacity(READY_CAPACITY)).collect(),
             queued: 0,
             polled: vec![false; seats],
             claimed: vec![false; seats],
