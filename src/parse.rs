@@ -204,8 +204,14 @@ fn refused_by_httparse(buf: &[u8], e: httparse::Error, limits: &Limits, refuses:
     }
 }
 
-/// True when httparse refuses `prefix` as the start of a request head.
+/// True when httparse refuses `prefix` as the start of a request head, and
+/// it is not an unfinished line that may still become an Icecast or RTSP
+/// one (read on, then, as [`parse_head`] does). Once a line can no longer
+/// become one, no longer prefix can: refusal stays monotone.
 fn request_refused(prefix: &[u8], limits: &Limits) -> bool {
+    if limits.legacy_protocols && legacy_request_line(prefix).is_some() {
+        return false;
+    }
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
     let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
     httparse::Request::new(&mut []).parse_with_uninit_headers(prefix, raw).is_err()
@@ -292,8 +298,7 @@ fn finish_head(
 /// yet complete qualifies while it can still become one: then the method
 /// and target are returned with an empty protocol.
 fn legacy_request_line(buf: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
-    let start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
-    let rest = &buf[start..];
+    let rest = trim_empty_lines(buf);
     let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
         Some(end) => (rest[..end].strip_suffix(b"\r")?, true),
         None => (rest, false),
@@ -391,6 +396,8 @@ pub(crate) enum Downgrade {
 /// processed as the highest minor version we implement. httparse refuses
 /// `HTTP/1.2`..`HTTP/1.9`, so such a request line (after any empty lines,
 /// RFC 9112 §2.2) is rewritten in place to `HTTP/1.1` before parsing again.
+#[cold]
+#[inline(never)]
 pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
     let start = buf.len() - trim_empty_lines(buf).len();
     let buf = &mut buf[start..];

@@ -228,14 +228,14 @@ impl ConnState {
         (self.start, self.end) = (0, pending);
     }
 
-    /// Room to read into: unparsed bytes move to the front of a full
-    /// buffer (empty lines before a head dropped), and a small one grows
-    /// (doubling, up to `size`).
+    /// Room to read into: empty lines before an unfinished head are dropped,
+    /// unparsed bytes move to the front of a full buffer, and a small one
+    /// grows (doubling, up to `size`).
     pub(crate) fn read_space(&mut self, size: usize) -> &mut [u8] {
+        if let (Reparse::Head { len }, Some(b'\r' | b'\n')) = (self.reparse, self.unparsed().first()) {
+            self.drop_empty_lines(len);
+        }
         if self.end == self.buf.len() {
-            if let Some(b'\r' | b'\n') = self.unparsed().first() {
-                self.drop_empty_lines();
-            }
             #[cfg(test)]
             crate::parse::work::copied(self.end - self.start);
             if self.start > 0 {
@@ -379,16 +379,16 @@ impl ConnState {
         self.reparse = Reparse::Head { len: self.end - self.start };
     }
 
-    /// Drops the empty lines before an unfinished head that has been
-    /// parsed: they are no part of it (RFC 9112 §2.2) and count for no
-    /// limit, so however many come in one turn, they must not fill the
-    /// buffer.
+    /// Drops the empty lines before an unfinished head, before more of it
+    /// is read: they are no part of it (RFC 9112 §2.2) and count for no
+    /// limit, so they must neither fill the buffer nor move the points
+    /// where [`ConnState::worth_parsing`] parses again. What the last parse
+    /// saw shrinks by as much (to nothing if it had not seen them all).
     #[cold]
-    fn drop_empty_lines(&mut self) {
-        if let Reparse::Head { .. } = self.reparse {
-            self.start = self.end - trim_empty_lines(self.unparsed()).len();
-            self.reparse = Reparse::Head { len: self.end - self.start };
-        }
+    fn drop_empty_lines(&mut self, parsed: usize) {
+        let dropped = self.unparsed().len() - trim_empty_lines(self.unparsed()).len();
+        self.start += dropped;
+        self.reparse = Reparse::Head { len: parsed.saturating_sub(dropped) };
     }
 
     /// The head is whole; its body is awaited until `len` bytes are in.

@@ -277,3 +277,88 @@ fn an_unfinished_head_s_method_is_judged_once_its_line_is_whole() {
     assert_eq!(parse(b"\r\n\r\nGET / HTTP/1.1\r\nHo"), Ok(None));
     assert_eq!(parse(b"ANNOUNCE rtsp://a/b RTSP/1.0\r\nCSeq: 1\r\n"), Ok(None));
 }
+
+/// Random heads under random limits (tiny ones included), parsed at every
+/// prefix, at a random few and whole: the first verdict is the same. (A
+/// higher minor version is left out: its rewrite is the connection's.)
+/// `SEED` and `ITER` explore further. (From a review.)
+#[test]
+fn a_head_gets_the_same_verdict_at_every_point_it_may_be_parsed() {
+    let mut seed: u64 = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e3779b97f4a7c15);
+    let mut rand = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let iterations: usize = std::env::var("ITER").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
+    let mut found = std::collections::BTreeMap::new();
+    for _ in 0..iterations {
+        let limits = Limits {
+            max_head_bytes: [8, 16, 24, 32, 48, 64, 1024][rand(7)],
+            max_headers: [1, 2, 3, 8][rand(4)],
+            max_uri_bytes: [1, 2, 4, 8, 16, 64][rand(6)],
+            max_body_bytes: [3, 1000][rand(2)],
+            any_method: rand(2) == 0,
+            legacy_protocols: rand(2) == 0,
+        };
+        let mut buf = Vec::new();
+        buf.extend_from_slice([&b""[..], b"", b"\r\n", b"\n"][rand(4)]);
+        buf.extend_from_slice([&b"GET"[..], b"FOO", b"SOURCE", b"DESCRIBE", b"PRI", b"SETUP", b"POST", b"G\x01T"][rand(8)]);
+        buf.push(b' ');
+        match rand(6) {
+            0 => buf.extend_from_slice(b"/\xff"),
+            1 => buf.extend_from_slice(b"/\xc3\xa9"),
+            _ => {
+                buf.push(b'/');
+                buf.extend_from_slice(&b"a".repeat(rand(70)));
+            }
+        }
+        buf.push(b' ');
+        buf.extend_from_slice([&b"HTTP/1.1"[..], b"HTTP/1.0", b"RTSP/1.0", b"RTSP/1.1", b"ICE/1.0", b"HTTP/2.0", b"RTSP/1.0X", b"HTTQ/1.1", b"HTTP/1.1 "][rand(9)]);
+        buf.extend_from_slice([&b"\r\n"[..], b"\r\n", b"\r\n", b"\n", b"\r\r\n"][rand(5)]);
+        for _ in 0..rand(6) {
+            match rand(10) {
+                0 => buf.extend_from_slice(&[&b"X-Long: "[..], &b"v".repeat(rand(60)), b"\r\n"].concat()),
+                _ => buf.extend_from_slice(
+                    [&b"Host: a\r\n"[..], b"Expect: nope\r\n", b"Content-Length: 5\r\n", b"Content-Length: 6\r\n",
+                     b"Transfer-Encoding: chunked\r\n", b"Transfer-Encoding: foo\r\n", b"X: y\n", b"++\r\n", b" f\r\n",
+                     b"X: \x01\r\n", b"X: \xff\r\n", b"X: y\r\r\n", b"Connection: close\r\n", b"Host: a b\r\n"][rand(14)],
+                ),
+            }
+        }
+        buf.extend_from_slice(b"\r\n\r\n");
+        if buf.windows(8).any(|w| w.starts_with(b"HTTP/1.") && (b'2'..=b'9').contains(&w[7])) {
+            continue;
+        }
+        let verdict = |points: &[usize]| -> Option<(usize, u16)> {
+            for &p in points {
+                match parse_head(&buf[..p], &limits, &mut Vec::new()) {
+                    Ok(None) => {}
+                    Ok(Some(_)) => return Some((p, 200)),
+                    Err(e) => return Some((p, e.status())),
+                }
+            }
+            None
+        };
+        let all: Vec<usize> = (1..=buf.len()).collect();
+        let every = verdict(&all);
+        let whole = verdict(&[buf.len()]);
+        let mut pts: Vec<usize> = (1..buf.len()).filter(|_| rand(4) == 0).collect();
+        pts.push(buf.len());
+        let some = verdict(&pts);
+        let (ev, wv, sv) = (every.map(|v| v.1), whole.map(|v| v.1), some.map(|v| v.1));
+        if ev != wv || sv != wv {
+            let key = (ev, wv, sv);
+            let e = found.entry(key).or_insert_with(|| (buf.clone(), limits, every));
+            if buf.len() < e.0.len() {
+                *e = (buf.clone(), limits, every);
+            }
+        }
+    }
+    let report: Vec<String> = found
+        .iter()
+        .map(|((ev, wv, sv), (buf, l, every))| format!("every {ev:?} whole {wv:?} some {sv:?} at {every:?} {l:?}: {:?}", String::from_utf8_lossy(buf)))
+        .collect();
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
