@@ -33,19 +33,31 @@ fn assert_split_independent(input: &[u8], expected: &[&str]) {
     assert_eq!(whole, expected, "{:?}", String::from_utf8_lossy(&input[..input.len().min(80)]));
     let differ: Vec<_> = all.iter().filter(|(_, s)| s != whole).collect();
     let shown = String::from_utf8_lossy(&input[..input.len().min(80)]);
-    assert!(differ.is_empty(), "{shown:?}: whole gives {whole:?}, but {:?} ({} of {} ways differ)", differ.first(), differ.len(), all.len());
+    assert!(
+        differ.is_empty(),
+        "{shown:?}: whole gives {whole:?}, but {:?} ({} of {} ways differ)",
+        differ.first(),
+        differ.len(),
+        all.len()
+    );
 }
 
 /// A complete field line is judged before a malformed one after it.
 #[test]
 fn expect_before_a_malformed_field_line() {
-    assert_split_independent(b"GET / HTTP/1.1\r\nHost: a\r\nExpect: nope\r\n++\r\n\r\n", &["HTTP/1.1 417 Expectation Failed"]);
+    assert_split_independent(
+        b"GET / HTTP/1.1\r\nHost: a\r\nExpect: nope\r\n++\r\n\r\n",
+        &["HTTP/1.1 417 Expectation Failed"],
+    );
 }
 
 /// An unsupported expectation in a head with a bare LF after it.
 #[test]
 fn expect_before_a_bare_lf() {
-    assert_split_independent(b"GET / HTTP/1.1\r\nHost: a\r\nExpect: nope\r\nX: y\n\r\n", &["HTTP/1.1 417 Expectation Failed"]);
+    assert_split_independent(
+        b"GET / HTTP/1.1\r\nHost: a\r\nExpect: nope\r\nX: y\n\r\n",
+        &["HTTP/1.1 417 Expectation Failed"],
+    );
 }
 
 /// An unsupported expectation after a request line ending in a bare LF:
@@ -113,17 +125,51 @@ fn empty_lines_before_a_request_line_count_for_no_limit() {
 #[test]
 fn random_heads_get_the_same_statuses_however_they_arrive() {
     const LINES: &[&[u8]] = &[
-        b"GET / HTTP/1.1\r\n", b"FOO / HTTP/1.1\r\n", b"PRI * HTTP/1.1\r\n", b"GET / HTTP/1.0\r\n", b"GET / HTTP/1.1\n",
-        b"FOO / HTTP/1.1\n", b"GET / HTTP/1.2\r\n", b"FOO / HTTP/1.3\r\n", b"GET / HTTP/2.0\r\n", b"GET / RTSP/1.0\r\n",
-        b"SOURCE / ICE/1.0\r\n", b"FOO / RTSP/1.0\r\n", b"GET /\xff HTTP/1.1\r\n", b"FOO /\xff HTTP/1.1\r\n",
-        b"GET / HTTP/1.1\r\r\n", b"FOO  / HTTP/1.1\r\n", b"HEAD / HTTP/1.1\r\n", b"get / HTTP/1.1\r\n",
+        b"GET / HTTP/1.1\r\n",
+        b"FOO / HTTP/1.1\r\n",
+        b"PRI * HTTP/1.1\r\n",
+        b"GET / HTTP/1.0\r\n",
+        b"GET / HTTP/1.1\n",
+        b"FOO / HTTP/1.1\n",
+        b"GET / HTTP/1.2\r\n",
+        b"FOO / HTTP/1.3\r\n",
+        b"GET / HTTP/2.0\r\n",
+        b"GET / RTSP/1.0\r\n",
+        b"SOURCE / ICE/1.0\r\n",
+        b"FOO / RTSP/1.0\r\n",
+        b"GET /\xff HTTP/1.1\r\n",
+        b"FOO /\xff HTTP/1.1\r\n",
+        b"GET / HTTP/1.1\r\r\n",
+        b"FOO  / HTTP/1.1\r\n",
+        b"HEAD / HTTP/1.1\r\n",
+        b"get / HTTP/1.1\r\n",
     ];
     const FIELDS: &[&[u8]] = &[
-        b"Host: a\r\n", b"Host: a\r\n", b"Host: a b\r\n", b"Expect: nope\r\n", b"Expect: 100-continue\r\n",
-        b"Content-Length: 5\r\n", b"Content-Length: 6\r\n", b"Content-Length: x\r\n", b"Content-Length: 99999999\r\n",
-        b"Transfer-Encoding: chunked\r\n", b"Transfer-Encoding: foo\r\n", b"Transfer-Encoding: gzip\r\n",
-        b"Transfer-Encoding: foo, chunked\r\n", b"X: y\n", b"++\r\n", b" folded\r\n", b"X : y\r\n", b"X: \x01\r\n",
-        b"Connection: close\r\n", b"X: y\r\r\n", b"\r", b"\n", b"\r\n", b"X: y\r\n", b"Upgrade: z\r\n",
+        b"Host: a\r\n",
+        b"Host: a\r\n",
+        b"Host: a b\r\n",
+        b"Expect: nope\r\n",
+        b"Expect: 100-continue\r\n",
+        b"Content-Length: 5\r\n",
+        b"Content-Length: 6\r\n",
+        b"Content-Length: x\r\n",
+        b"Content-Length: 99999999\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Transfer-Encoding: foo\r\n",
+        b"Transfer-Encoding: gzip\r\n",
+        b"Transfer-Encoding: foo, chunked\r\n",
+        b"X: y\n",
+        b"++\r\n",
+        b" folded\r\n",
+        b"X : y\r\n",
+        b"X: \x01\r\n",
+        b"Connection: close\r\n",
+        b"X: y\r\r\n",
+        b"\r",
+        b"\n",
+        b"\r\n",
+        b"X: y\r\n",
+        b"Upgrade: z\r\n",
     ];
     const LEADS: &[&[u8]] = &[b"", b"", b"", b"\r\n", b"\n", b"\n\r\n", b"\r", b"\r\r\n"];
     let mut seed: u64 = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e3779b97f4a7c15);
