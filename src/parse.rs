@@ -167,7 +167,7 @@ fn complete_head(
     // then a CR or not.
     let version_end = span(buf, line.target.as_bytes()).0 as usize + line.target.len() + 9;
     let line_end = version_end + usize::from(buf.get(version_end) == Some(&b'\r'));
-    check_sizes(buf, len, line_end, line.target, limits)?;
+    check_sizes(buf, len, line_end, &line, limits)?;
     // RFC 9113 §3.4: `PRI` starts the HTTP/2 preface; it is never a request.
     check_method(line.method.as_bytes(), limits)?;
     finish_head(buf, len, line, headers, limits, spans)
@@ -228,12 +228,13 @@ struct RequestLine<'b> {
 /// `max_head_bytes` is a 431; a request line over the line limit
 /// ([`partial`]), or a target over `max_uri_bytes`, a 414. `line_end`: the
 /// offset of the request line's LF in `buf`.
-fn check_sizes(buf: &[u8], len: usize, line_end: usize, target: &str, limits: &Limits) -> Result<(), ParseError> {
-    let lead = buf.len() - trim_empty_lines(buf).len();
+fn check_sizes(buf: &[u8], len: usize, line_end: usize, line: &RequestLine<'_>, limits: &Limits) -> Result<(), ParseError> {
+    // The request line starts with its method, after any empty lines.
+    let lead = span(buf, line.method.as_bytes()).0 as usize;
     if len - lead > limits.max_head_bytes {
         return Err(ParseError::HeadTooLarge);
     }
-    if line_end - lead > line_limit(limits) || target.len() > limits.max_uri_bytes {
+    if line_end - lead > line_limit(limits) || line.target.len() > limits.max_uri_bytes {
         return Err(ParseError::UriTooLong);
     }
     Ok(())
@@ -260,8 +261,8 @@ fn finish_head(
     // inside a CRLF head is how front and back ends are made to disagree
     // about where fields end, so none is accepted. Empty lines before the
     // request line are no part of the head: a bare LF there is skipped, as
-    // it is while the head is unfinished.
-    let lead = buf.len() - trim_empty_lines(buf).len();
+    // it is while the head is unfinished. (The method starts the head.)
+    let lead = span(buf, method.as_bytes()).0 as usize;
     if has_bare_lf(&buf[lead..len]) {
         return Err(ParseError::Malformed("bare LF in the head"));
     }
@@ -355,7 +356,7 @@ fn parse_legacy_head(
     let len = fields_start + fields_len;
     let line = RequestLine { method, target, version: Version::Http10 };
     // The line ends with CRLF (checked above).
-    (check_sizes(buf, len, fields_start - 1, target, limits).and_then(|()| finish_head(buf, len, line, headers, limits, spans)))
+    (check_sizes(buf, len, fields_start - 1, &line, limits).and_then(|()| finish_head(buf, len, line, headers, limits, spans)))
         .map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
 }
 
