@@ -39,6 +39,12 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time one write may wait for the client to take bytes.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default least rate, in bytes per second, at which a client must take a
+/// response while a worker waits on it: a worker's waits for the client add
+/// up, and may total `write_timeout` plus a second for every this many
+/// bytes taken (so a client taking a byte just often enough to beat
+/// `write_timeout` still cannot hold a worker for long).
+pub const DEFAULT_WRITE_MIN_RATE: u64 = 1024;
 /// Default time `shutdown` lets in-flight requests finish.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Default cap on the bytes of a request head; past it: `431`.
@@ -91,6 +97,7 @@ pub(crate) struct Config {
     pub(crate) body_read_timeout: Duration,
     pub(crate) body_timeout: Duration,
     pub(crate) write_timeout: Duration,
+    pub(crate) write_min_rate: u64,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
     /// See [`BodyBounds::drain_wait`](crate::body::BodyBounds); not a
@@ -120,6 +127,7 @@ impl Default for Config {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
+            write_min_rate: DEFAULT_WRITE_MIN_RATE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
             drain_wait: Duration::from_secs(1),

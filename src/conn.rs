@@ -379,7 +379,16 @@ fn send_queued<T: Transport, H: ?Sized>(
     cx: &mut Ctx<'_, H>,
     then: Then,
 ) -> Result<bool, ()> {
-    send_with(conn, io, cx, Cow::Borrowed(&[]), None, then).map_err(|e| debug!("{}: write failed: {e}", cx.peer))
+    send_with(conn, io, cx, Cow::Borrowed(&[]), None, then).map_err(|e| write_failed(cx, &e))
+}
+
+/// Logs a failed write; one that waited too long on the client counts as a
+/// timeout.
+fn write_failed<H: ?Sized>(cx: &Ctx<'_, H>, e: &io::Error) {
+    debug!("{}: write failed: {e}", cx.peer);
+    if e.kind() == io::ErrorKind::TimedOut {
+        cx.counters.timeout();
+    }
 }
 
 /// [`send_queued`], with `body`, then `file` (a file and the length to send
@@ -433,7 +442,7 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
         Ok(true) => {}
         Ok(false) => return Some(pause(conn, cx, Next::Park)),
         Err(e) => {
-            debug!("{}: write failed: {e}", cx.peer);
+            write_failed(cx, &e);
             conn.phase = Phase::Waiting { since: None, first: false };
             return Some(pause(conn, cx, Next::Close));
         }
@@ -612,7 +621,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         false => Then::Close,
     };
     if let Err(e) = write_body(conn, io, cx, resp.body, framing, then) {
-        debug!("{}: response body failed: {e}", cx.peer);
+        write_failed(cx, &e);
         return Then::Abort;
     }
     then
@@ -707,10 +716,11 @@ fn upgrade<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
     let flushed = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = flushed {
-        debug!("{}: write failed: {e}", cx.peer);
+        write_failed(cx, &e);
         return;
     }
     io.leave_seat();
+    io.stop_pacing();
     let early = conn.take_unparsed();
     let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, early)));
     if catch_unwind(run).is_err() {

@@ -58,6 +58,10 @@ pub(crate) trait Transport: Read + Write {
     /// goes on.
     fn shutdown_write(&mut self) {}
 
+    /// The stream's waits for room are no longer held to a least rate
+    /// ([`Pace`]): an upgrade's closure sets its own timeouts.
+    fn stop_pacing(&mut self) {}
+
     /// Sends what the socket takes now of the `*left` bytes of `file` from
     /// its position: `Ok(true)` when all went, `Ok(false)` when the socket
     /// is full, with the file positioned at the first byte not sent and
@@ -235,6 +239,46 @@ pub(crate) struct Socket<'a> {
     /// The readiness set that watches the socket, if it is registered;
     /// `None` after [`Transport::leave_seat`].
     pub(crate) seat: Option<&'a mio::Registry>,
+    /// The waits for room of this turn, and what the client took.
+    pub(crate) pace: Pace,
+}
+
+/// How long a worker may go on waiting for one client to take bytes
+/// (`Server::write_min_rate`): its waits add up, and may total the write
+/// timeout plus a second for every `min_rate` bytes the client has taken.
+/// Time the worker spends on anything else (a stream producing its body)
+/// does not count.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pace {
+    /// Bytes per second; 0: no least rate.
+    min_rate: u64,
+    sent: u64,
+    waited: Duration,
+}
+
+impl Pace {
+    pub(crate) fn new(min_rate: u64) -> Pace {
+        Pace { min_rate, sent: 0, waited: Duration::ZERO }
+    }
+
+    fn sent(&mut self, n: u64) {
+        self.sent = self.sent.saturating_add(n);
+    }
+
+    fn waited(&mut self, d: Duration) {
+        self.waited = self.waited.saturating_add(d);
+    }
+
+    /// How long the next wait for room may last: `timeout`, or less once
+    /// the client is near the end of its allowance; zero past it.
+    fn next_wait(&self, timeout: Duration) -> Duration {
+        if self.min_rate == 0 {
+            return timeout;
+        }
+        let nanos = u128::from(self.sent) * 1_000_000_000 / u128::from(self.min_rate);
+        let earned = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        timeout.saturating_add(earned).saturating_sub(self.waited).min(timeout)
+    }
 }
 
 impl Read for Socket<'_> {
@@ -245,7 +289,9 @@ impl Read for Socket<'_> {
 
 impl Write for Socket<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf)
+        let n = self.stream.write(buf)?;
+        self.pace.sent(n as u64);
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -259,7 +305,21 @@ impl Transport for Socket<'_> {
         // reads, a peer slow to take a response), its seat must not be woken
         // by the same bytes; the connection registers again when it parks.
         self.leave_seat();
-        self.waiter.wait(&*self.stream, ready, timeout)
+        if ready == Ready::Readable {
+            return self.waiter.wait(&*self.stream, ready, timeout);
+        }
+        let limit = self.pace.next_wait(timeout);
+        if limit.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the client takes the response too slowly"));
+        }
+        let start = Instant::now();
+        let waited = self.waiter.wait(&*self.stream, ready, limit);
+        self.pace.waited(start.elapsed());
+        waited
+    }
+
+    fn stop_pacing(&mut self) {
+        self.pace = Pace::new(0);
     }
 
     fn holds_input(&self) -> bool {
@@ -283,7 +343,10 @@ impl Transport for Socket<'_> {
     fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
         #[cfg(all(target_os = "linux", not(httpool_portable)))]
         if let Stream::Tcp(sock) = &*self.stream {
-            return send_file_now_linux(sock, file, left);
+            let before = *left;
+            let sent = send_file_now_linux(sock, file, left);
+            self.pace.sent(before - *left);
+            return sent;
         }
         copy_file_now(self, file, left)
     }
@@ -440,5 +503,45 @@ mod tests {
         let err = read_wait(&mut io, &mut [0; 16], Duration::from_millis(20)).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
         assert!(io.waits > 1, "woke {} times", io.waits);
+    }
+
+    #[test]
+    fn pace_allows_the_write_timeout_plus_a_second_per_min_rate_bytes() {
+        let timeout = Duration::from_secs(10);
+        let mut pace = Pace::new(1000);
+        assert_eq!(pace.next_wait(timeout), timeout);
+        pace.waited(Duration::from_secs(4));
+        assert_eq!(pace.next_wait(timeout), Duration::from_secs(6));
+        // 500 bytes taken: half a second more.
+        pace.sent(500);
+        assert_eq!(pace.next_wait(timeout), Duration::from_millis(6500));
+        // Never more than `timeout` at once, however much was earned.
+        pace.sent(1_000_000);
+        assert_eq!(pace.next_wait(timeout), timeout);
+        pace.waited(Duration::from_secs(1_100));
+        assert_eq!(pace.next_wait(timeout), Duration::ZERO);
+    }
+
+    #[test]
+    fn pace_at_its_extremes() {
+        // Off: each wait is the timeout, whatever was waited.
+        let mut off = Pace::new(0);
+        off.waited(Duration::MAX);
+        assert_eq!(off.next_wait(Duration::from_secs(1)), Duration::from_secs(1));
+        // The fastest rate earns nothing: the timeout bounds all waits.
+        let mut strict = Pace::new(u64::MAX);
+        strict.sent(1 << 30);
+        strict.waited(Duration::from_millis(999));
+        assert_eq!(strict.next_wait(Duration::from_secs(1)), Duration::from_millis(1));
+        // The slowest, with everything sent and unbounded timeouts: no
+        // overflow anywhere.
+        let mut lax = Pace::new(1);
+        lax.sent(u64::MAX);
+        lax.sent(u64::MAX);
+        assert_eq!(lax.next_wait(Duration::MAX), Duration::MAX);
+        assert_eq!(lax.next_wait(Duration::from_secs(3)), Duration::from_secs(3));
+        lax.waited(Duration::MAX);
+        lax.waited(Duration::MAX);
+        assert_eq!(lax.next_wait(Duration::from_secs(3)), Duration::ZERO);
     }
 }

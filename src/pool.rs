@@ -15,7 +15,7 @@ use std::thread::{self, JoinHandle};
 
 use crate::conn::{Ctx, Next, Scratch, Seating, serve};
 use crate::handler::Handler;
-use crate::io::{Socket, Waiter};
+use crate::io::{Pace, Socket, Waiter};
 use crate::shared::{Conn, HandOver, Shared, Work};
 
 /// What the monitor and the workers need of the pool: threads started for
@@ -204,7 +204,7 @@ fn serve_until_parked<H: Handler>(
         let (next, left_seat) = {
             let seat = shared.registry_of(&conn);
             let registered = seat.is_some();
-            let mut io = Socket { stream: &mut conn.stream, waiter, seat };
+            let mut io = Socket { stream: &mut conn.stream, waiter, seat, pace: Pace::new(shared.config.write_min_rate) };
             let mut cx = Ctx {
                 handler,
                 config: &shared.config,

@@ -235,6 +235,25 @@ impl Server {
         self
     }
 
+    /// The least rate, in bytes per second, at which a client must take a
+    /// response while a worker waits on it (a streamed body, answers past
+    /// [`Server::max_unsent_bytes`], at shutdown): the worker's waits for the
+    /// client in one turn of the connection add up, and may total
+    /// `write_timeout` plus one second for every `bytes_per_second` bytes
+    /// the client has taken; past that the connection closes. So a client
+    /// taking a byte just often enough to beat `write_timeout` cannot hold a
+    /// worker for long. Only time spent waiting for the client counts: a
+    /// stream that is slow to produce its body is not cut. `0` turns the
+    /// rule off (each wait is then bounded by `write_timeout` alone);
+    /// `u64::MAX` makes `write_timeout` a bound on all the waits of a turn.
+    /// Connections handed to an upgrade's closure are not paced (their
+    /// timeouts are the closure's). Default:
+    /// [`DEFAULT_WRITE_MIN_RATE`](crate::DEFAULT_WRITE_MIN_RATE).
+    pub fn write_min_rate(mut self, bytes_per_second: u64) -> Server {
+        self.config.write_min_rate = bytes_per_second;
+        self
+    }
+
     /// How long [`ServerHandle::shutdown`] waits for in-flight requests.
     /// Default: [`DEFAULT_SHUTDOWN_GRACE`](crate::DEFAULT_SHUTDOWN_GRACE).
     pub fn shutdown_grace(mut self, d: Duration) -> Server {
@@ -307,7 +326,7 @@ impl Server {
     /// them: an answer a client does not take at once waits with its parked
     /// connection (holding no worker) while this allows; past it, the
     /// worker waits on the client as it writes, up to `write_timeout` per
-    /// stall. Bodies that live in a `&'static` slice count nothing. Default:
+    /// stall and paced by [`Server::write_min_rate`]. Bodies that live in a `&'static` slice count nothing. Default:
     /// [`DEFAULT_MAX_UNSENT_BYTES`](crate::DEFAULT_MAX_UNSENT_BYTES).
     pub fn max_unsent_bytes(mut self, n: u64) -> Server {
         self.config.max_unsent_bytes = n;

@@ -481,3 +481,98 @@ fn a_client_slow_to_read_a_large_file_holds_no_worker() {
     assert!(server.shutdown());
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A server with one worker streaming `/stream`: 64 MiB, or without end
+/// for `/endless`; `/` answers at once.
+fn streaming_server(write_timeout: Duration, write_min_rate: u64) -> ServerHandle {
+    Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .write_timeout(write_timeout)
+        .write_min_rate(write_min_rate)
+        .spawn(|req: &mut Request| match req.path() {
+            "/stream" => Response::stream(|out| {
+                for _ in 0..1024 {
+                    out.write_all(&[b's'; 64 * 1024])?;
+                }
+                Ok(())
+            }),
+            "/endless" => Response::stream(|out| {
+                loop {
+                    out.write_all(&[b's'; 64 * 1024])?;
+                }
+            }),
+            _ => Response::text("ok"),
+        })
+        .unwrap()
+}
+
+/// Reads a streamed answer 64 KiB at a time with a pause of 1 ms after
+/// each read (at most ~64 MB/s: the server keeps waiting for room, each
+/// wait far shorter than its write timeout) until the last chunk, the end
+/// of stream, an error, or `limit` bytes. Returns the bytes read after the
+/// head (chunk framing included).
+fn read_slowly(conn: &mut BufReader<std::net::TcpStream>, limit: usize) -> usize {
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        let mut line = String::new();
+        conn.read_line(&mut line).unwrap();
+        head.push_str(&line);
+    }
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(head.contains("Transfer-Encoding: chunked\r\n"), "{head}");
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut body = 0;
+    // The body's last bytes: the stream writes only `s`, so these end it.
+    let mut tail = Vec::new();
+    while body < limit && !tail.ends_with(b"\r\n0\r\n\r\n") {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                body += n;
+                tail.extend_from_slice(&buf[..n]);
+                tail.drain(..tail.len().saturating_sub(7));
+            }
+        }
+        // The pace of the client under test, not a synchronisation.
+        thread::sleep(Duration::from_millis(1));
+    }
+    body
+}
+
+#[test]
+fn a_client_taking_a_stream_too_slowly_cannot_hold_the_worker() {
+    // At a least rate of `u64::MAX` a client earns nothing: its waits may
+    // total the 1 s write timeout. This client makes the worker wait most
+    // of the time, though no single wait comes near 1 s; before the least
+    // rate, it held the worker for as long as it kept reading.
+    let server = streaming_server(Duration::from_secs(1), u64::MAX);
+    let mut slow = connect(server.local_addr());
+    send(&mut slow, &get("/endless"));
+    let read = read_slowly(&mut slow, 1 << 30);
+    assert!(read < 1 << 30, "the stream was never cut ({read} bytes)");
+    wait_for(&server, "the connection closed as timed out", |s| s.timeouts == 1 && s.open == 0);
+    // The worker is free again.
+    let mut other = connect(server.local_addr());
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"ok");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_client_taking_a_stream_faster_than_the_least_rate_gets_all_of_it() {
+    // The same client against 1 MiB/s: it makes the worker wait longer
+    // than the 1 s write timeout in all, and earns a second per MiB taken.
+    let server = streaming_server(Duration::from_secs(1), 1 << 20);
+    let mut client = connect(server.local_addr());
+    send(&mut client, &get("/stream"));
+    // Chunked: the bytes read include the chunk framing, and the last chunk.
+    let read = read_slowly(&mut client, 128 << 20);
+    assert!(read > 64 << 20 && read < 65 << 20, "{read} bytes");
+    assert_eq!(server.stats().timeouts, 0);
+    // And the connection serves on.
+    send(&mut client, &get("/"));
+    assert_eq!(read_reply(&mut client, false).unwrap().body, b"ok");
+    assert!(server.shutdown());
+}
