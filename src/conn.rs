@@ -353,10 +353,11 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
 /// At shutdown nothing parks, but a request begun is finished: the worker
 /// waits for the rest of its head, within its deadline. `None` otherwise.
 fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Read> {
-    let Phase::Head { since } = conn.phase else { return None };
     if !cx.is_stopping() {
         return None;
     }
+    conn.begin_head(Instant::now());
+    let Phase::Head { since } = conn.phase else { return None };
     let left = after(since, cx.config.head_timeout).map(|d| d.saturating_duration_since(Instant::now()));
     match io.wait(Ready::Readable, left.unwrap_or(Duration::MAX)) {
         Ok(()) => Some(Read::Got),

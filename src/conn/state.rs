@@ -292,24 +292,31 @@ impl ConnState {
 
     /// Sets the clock of the phase the connection parks in.
     fn stamp(&mut self, now: Instant) {
-        // A CR first can only be the start of an empty line (what else a
-        // head may have after it is refused when parsed), which begins no
-        // head.
-        let begun = self.start < self.end && self.buf[self.start] != b'\r';
-        match &mut self.phase {
-            // A request pipelined behind an answer the client is slow to
-            // take is not late: its clock starts once the answer is out.
-            Phase::Sending { .. } | Phase::Lingering { .. } | Phase::Head { .. } => {}
-            Phase::Waiting { since, first } if begun => {
+        self.begin_head(now);
+        if let Phase::Waiting { since, .. } = &mut self.phase {
+            since.get_or_insert(now);
+        }
+    }
+
+    /// Moves a connection waiting for a request to the head phase once the
+    /// bytes received begin one. A turn's end does it (`detach`); so does a
+    /// worker that must wait for the rest of a head within its turn (at
+    /// shutdown, when nothing parks), which must not take a head read in
+    /// this very turn for an idle connection.
+    pub(crate) fn begin_head(&mut self, now: Instant) {
+        // Empty lines before a request line begin no head (RFC 9112 §2.2),
+        // nor does a CR first: it can only start one (what else a head may
+        // have after it is refused when parsed).
+        let rest = trim_empty_lines(self.unparsed());
+        let begun = rest.first().is_some_and(|&b| b != b'\r');
+        if let Phase::Waiting { since, first } = self.phase {
+            if begun {
                 // A new connection's first head runs from the accept.
-                let since = match (*since, *first) {
+                let since = match (since, first) {
                     (Some(accepted), true) => accepted,
                     _ => now,
                 };
                 self.phase = Phase::Head { since };
-            }
-            Phase::Waiting { since, .. } => {
-                since.get_or_insert(now);
             }
         }
     }
