@@ -467,7 +467,7 @@ fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
     // At shutdown an idle connection closes instead — like any close after
     // an answer, lingering if the client already sent more.
     if cx.is_stopping() && !conn.must_finish() {
-        return close(conn, io, cx, true);
+        return close_idle(conn, io, cx);
     }
     match send_queued(conn, io, cx, Then::KeepAlive) {
         Ok(_) => pause(conn, cx, Next::Park),
@@ -507,6 +507,26 @@ fn close<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx
         Err(()) => return pause(conn, cx, Next::Close),
     }
     if answered && has_unread_input(conn, io) {
+        return close_lingering(conn, io, cx);
+    }
+    pause(conn, cx, Next::Close)
+}
+
+/// Closes a connection idle at shutdown (the sweep hands every parked one
+/// to a worker, which read it once more: a request that came in the
+/// meantime was served). Answers still queued go out, then the write side
+/// shuts, so a request that races the close finds the end of stream before
+/// anything else — a client may send it again on a new connection (RFC 9112
+/// §9.3.1) — and not a reset; what came all the same is read and discarded
+/// while lingering.
+fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    match send_queued(conn, io, cx, Then::Close) {
+        Ok(true) => {}
+        Ok(false) => return pause(conn, cx, Next::Park),
+        Err(()) => return pause(conn, cx, Next::Close),
+    }
+    io.shutdown_write();
+    if has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
     }
     pause(conn, cx, Next::Close)
@@ -607,7 +627,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         None => resp,
     };
     let (mut resp, framing) = checked(resp, &head, is_head, is_connect, cx.peer);
-    let keep_alive = keep_alive(&head, &resp, framing, body_done, cx.is_stopping());
+    let keep_alive = keep_alive(&head, &resp, framing, body_done, closing(conn, cx));
     let date = *cx.scratch.date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
@@ -776,6 +796,14 @@ fn keep_alive(head: &Head, resp: &Response, framing: ResponseFraming, body_done:
     // as HTTP (RFC 9110 §7.8).
     let declined_upgrade = head.upgrade && resp.upgrade.is_none();
     requested && !resp.close && framing != ResponseFraming::CloseDelimited && body_done && !closing && !declined_upgrade
+}
+
+/// True when the answer at hand must be the connection's last: at
+/// shutdown, unless another whole request is already buffered behind it.
+/// Requests received are served (the last answer says `Connection: close`);
+/// none is read from the socket any more unless its head has begun.
+fn closing<H: ?Sized>(conn: &ConnState, cx: &mut Ctx<'_, H>) -> bool {
+    cx.is_stopping() && !matches!(parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans), Ok(Some(_)))
 }
 
 /// Writes or queues the body after its head: one in memory up to

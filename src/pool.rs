@@ -232,14 +232,14 @@ fn serve_until_parked<H: Handler>(
             conn.left_seat();
         }
         match next {
-            // At shutdown only a request in flight parks (the worker is
-            // handed it back to finish, waiting).
-            Next::Park if !shared.is_stopping() || conn.state.must_finish() => match shared.park(conn) {
+            // At shutdown nothing stays parked: the connection comes back to
+            // finish its request, or to be read once more and closed.
+            Next::Park => match shared.park(conn) {
                 Some(again) => conn = again,
                 None => return,
             },
             Next::Yield => return shared.requeue(conn),
-            Next::Park | Next::Close => return shared.close(conn),
+            Next::Close => return shared.close(conn),
         }
     }
 }

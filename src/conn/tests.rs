@@ -513,16 +513,66 @@ fn at_shutdown_an_unsent_answer_is_finished_waiting_then_closed() {
     assert_wire(&io.written, &format!("{BIG_HEAD}{body}"));
 }
 
+/// At shutdown the requests already received are served, pipelined ones
+/// too; the last answer says `Connection: close`, and nothing more is read.
+/// (Requests buffered behind the first answer were thrown away by its
+/// lingering close: 181 of 588,940 in 20 shutdowns under load.)
 #[test]
-fn shutting_down_closes_after_the_request_at_hand() {
-    let mut s = Served::new(&hello);
+fn shutting_down_serves_the_requests_received_and_closes_after_the_last() {
+    let mut s = Served::new(&echo);
     s.stopping.store(true, Ordering::Relaxed);
-    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    let two = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nPOST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nok";
+    let mut io = Script::new(&[two, b"GET /c HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.patient = true;
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert_eq!(
+        redact_dates(&io.written),
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n\
+         HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    );
+    assert_eq!(io.chunks.len(), 1, "the request sent after the last one received was not read");
+}
+
+/// At shutdown a request behind the one at hand that has not all arrived is
+/// not waited for: the answer at hand is the last.
+#[test]
+fn shutting_down_does_not_wait_for_a_pipelined_request_still_arriving() {
+    let mut s = Served::new(&echo);
+    s.stopping.store(true, Ordering::Relaxed);
+    let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHo", b"st: a\r\n\r\n"]);
+    io.patient = true;
     io.release();
     assert_eq!(s.serve(&mut io), Next::Close);
     let wire = redact_dates(&io.written);
-    assert_eq!(wire.matches("HTTP/1.1 200").count(), 1);
-    assert!(wire.contains("Connection: close\r\n"));
+    assert_eq!(wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    assert!(io.shut_write, "a lingering close");
+}
+
+/// At shutdown an idle connection (handed back to a worker by the sweep)
+/// shuts its write side before it closes, so a request racing the close
+/// meets the end of stream, not a reset; one that already came is served.
+#[test]
+fn at_shutdown_an_idle_connection_is_read_once_more_then_closed_write_side_first() {
+    let mut s = Served::new(&echo);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", b"GET /raced HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    s.stopping.store(true, Ordering::Relaxed);
+    // Nothing came: a close, write side first.
+    let mut quiet = Script::new(&[]);
+    let mut idle = Served::new(&echo);
+    idle.stopping.store(true, Ordering::Relaxed);
+    idle.conn = std::mem::take(&mut s.conn);
+    assert_eq!(idle.serve(&mut quiet), Next::Close);
+    assert!(quiet.shut_write && quiet.written.is_empty());
+    // A request came after the poll: it is served.
+    s.conn = std::mem::take(&mut idle.conn);
+    io.written.clear();
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Close);
+    let wire = redact_dates(&io.written);
+    assert!(wire.starts_with("HTTP/1.1 200 OK\r\n") && wire.contains("Connection: close\r\n"), "{wire}");
 }
 
 #[test]

@@ -162,8 +162,8 @@ impl Shared {
     }
 
     /// Hands a connection with nothing to read back to its seat. Returns it
-    /// when bytes arrived while the worker held it (serve it again), or at
-    /// shutdown when it has a request in flight (finish it, waiting).
+    /// when bytes arrived while the worker held it (serve it again), or once
+    /// shutdown has swept (finish its request, waiting, or close it).
     pub(crate) fn park(&self, mut conn: Box<Conn>) -> Option<Box<Conn>> {
         conn.deadline = conn.state.deadline(&self.config);
         // Only room to write matters while an answer is unsent: what the
@@ -187,10 +187,11 @@ impl Shared {
         match self.engine.park(conn, must_finish) {
             Parking::Done => None,
             Parking::Again(conn) => Some(conn),
-            Parking::Close(conn) => {
-                self.close(conn);
-                None
-            }
+            // Shutdown swept while the worker held it: an idle connection is
+            // not dropped here (a request may have come since its last
+            // read) but served once more, which closes it as the sweep's
+            // idle ones are: read, write side shut, closed.
+            Parking::Close(conn) => Some(conn),
         }
     }
 
@@ -242,8 +243,9 @@ impl Shared {
     /// Shutdown, run by the monitor once its loop is over: the listener
     /// closes (after what the kernel holds is accepted); once no worker
     /// polls, what already arrived moves to the ready lists (the workers
-    /// answer it with `Connection: close`), idle connections close, those
-    /// with a request in flight are finished; then the workers may leave.
+    /// answer it with `Connection: close`), and so does every parked
+    /// connection: those with a request in flight are finished, idle ones
+    /// read once more and closed; then the workers may leave.
     pub(crate) fn sweep(&self) {
         self.close_listener();
         let seats = self.engine.claim_all_seats();
@@ -254,9 +256,12 @@ impl Shared {
                 self.engine.lock().board.begin_poll(seat, false);
             }
         }
-        for conn in self.engine.sweep_parked(|conn| conn.state.must_finish()) {
-            self.close(conn);
-        }
+        // Every parked connection goes back to a worker: one with a request
+        // in flight to finish it, an idle one to be read once more (a
+        // request that arrived since the poll is served) and closed, its
+        // write side first (`conn::close_idle`).
+        let idle = self.engine.sweep_parked(|_| true);
+        debug_assert!(idle.is_empty());
     }
 
     /// Waits until every worker has left: see [`Engine::wait_for_workers`].
