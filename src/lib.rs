@@ -100,6 +100,7 @@ mod request;
 mod response;
 mod server;
 mod shared;
+mod signals;
 mod stats;
 mod status;
 mod stream;

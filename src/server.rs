@@ -16,6 +16,7 @@ use crate::parse::MAX_HEADERS_CAP;
 use crate::pool::{Pool, Workers};
 use crate::request::Request;
 use crate::shared::Shared;
+use crate::signals::StopSignals;
 use crate::stats::Stats;
 
 /// A server, configured and bound, not yet running.
@@ -33,6 +34,8 @@ use crate::stats::Stats;
 pub struct Server {
     listener: Bound,
     config: Config,
+    /// [`Server::stop_on_signals`]; `None`: on for `serve`, off for `spawn`.
+    stop_on_signals: Option<bool>,
 }
 
 /// A listening socket before the server runs.
@@ -68,7 +71,7 @@ impl Server {
     /// inherit it), so a client's reset cannot raise `SIGPIPE` in a host
     /// process that does not ignore that signal.
     pub fn from_listener(listener: TcpListener) -> Server {
-        Server { listener: Bound::Tcp(listener), config: Config::default() }
+        Server { listener: Bound::Tcp(listener), config: Config::default(), stop_on_signals: None }
     }
 
     /// Binds a Unix domain socket at `path` (which must not exist).
@@ -85,7 +88,7 @@ impl Server {
     /// Serves on a Unix domain socket listener bound elsewhere (on macOS
     /// given `SO_NOSIGPIPE`, as in [`from_listener`](Server::from_listener)).
     pub fn from_unix_listener(listener: UnixListener) -> Server {
-        Server { listener: Bound::Unix(listener), config: Config::default() }
+        Server { listener: Bound::Unix(listener), config: Config::default(), stop_on_signals: None }
     }
 
     /// The address the server listens on; the unspecified address `0.0.0.0:0`
@@ -254,6 +257,25 @@ impl Server {
         self
     }
 
+    /// Whether SIGINT and SIGTERM (Ctrl-C, and the stop of a container or a
+    /// service manager) stop the server gracefully, as
+    /// [`ServerHandle::shutdown`] does: the listener closes, requests
+    /// received are answered, then [`Server::serve`] returns. A second
+    /// signal while stopping ends the process at once. On by default for
+    /// [`Server::serve`] (the server is the program: stopping it is what
+    /// the signal asks for), off for [`Server::spawn`] (the program runs the
+    /// server beside other work and decides itself what a signal means).
+    ///
+    /// Handlers the program installed itself are kept and still run, and
+    /// several servers may watch the signals; once the last one has
+    /// stopped, the signals end the process again. Turn it off when the
+    /// program handles these signals itself and stops the server with a
+    /// [`ShutdownSignal`]. Unix only (see the README's Platforms).
+    pub fn stop_on_signals(mut self, on: bool) -> Server {
+        self.stop_on_signals = Some(on);
+        self
+    }
+
     /// How long [`ServerHandle::shutdown`] waits for in-flight requests.
     /// Default: [`DEFAULT_SHUTDOWN_GRACE`](crate::DEFAULT_SHUTDOWN_GRACE).
     pub fn shutdown_grace(mut self, d: Duration) -> Server {
@@ -333,10 +355,13 @@ impl Server {
         self
     }
 
-    /// Runs the server on this thread, forever, answering every request
-    /// with `handler`: a closure or a function taking `&mut Request` and
+    /// Runs the server on this thread, answering every request with
+    /// `handler`: a closure or a function taking `&mut Request` and
     /// returning a [`Response`](crate::Response) or a `Result` of one (see
     /// [`IntoResponse`]). A closure needs no type annotations.
+    ///
+    /// Returns once the server has stopped: SIGINT or SIGTERM stop it
+    /// gracefully ([`Server::stop_on_signals`], on by default here).
     ///
     /// For a type implementing [`Handler`], or an `Arc` of one, use
     /// [`Server::serve_handler`].
@@ -374,7 +399,8 @@ impl Server {
     ///
     /// As [`Server::spawn`].
     pub fn serve_handler<H: Handler>(self, handler: H) -> io::Result<()> {
-        self.spawn_handler(handler)?.join();
+        let on = self.stop_on_signals.unwrap_or(true);
+        self.start(handler, on)?.join();
         Ok(())
     }
 
@@ -384,6 +410,12 @@ impl Server {
     ///
     /// As [`Server::spawn`].
     pub fn spawn_handler<H: Handler>(self, handler: H) -> io::Result<ServerHandle> {
+        let on = self.stop_on_signals.unwrap_or(false);
+        self.start(handler, on)
+    }
+
+    /// Starts the server; with `signals`, SIGINT and SIGTERM stop it.
+    fn start<H: Handler>(self, handler: H, signals: bool) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
@@ -399,11 +431,21 @@ impl Server {
             Ok(()) => thread::Builder::new().name("httpool-monitor".into()).spawn(move || monitor.run()),
             Err(e) => Err(e),
         };
-        let handle = ServerHandle { shared, addr, monitor: None, workers };
+        let handle = ServerHandle { shared, addr, monitor: None, workers, signals: None };
         match monitor {
             Ok(monitor) => {
                 let _ = handle.shared.monitor.set(monitor.thread().clone());
-                Ok(ServerHandle { monitor: Some(monitor), ..handle })
+                let mut handle = ServerHandle { monitor: Some(monitor), ..handle };
+                if signals {
+                    match StopSignals::watch(handle.signal()) {
+                        Ok(watch) => handle.signals = Some(watch),
+                        Err(e) => {
+                            handle.shutdown();
+                            return Err(e);
+                        }
+                    }
+                }
+                Ok(handle)
             }
             Err(e) => {
                 // Stop what started: with no monitor to sweep, the workers
@@ -426,6 +468,8 @@ pub struct ServerHandle {
     addr: SocketAddr,
     monitor: Option<JoinHandle<()>>,
     workers: Arc<dyn Workers>,
+    /// Watches SIGINT and SIGTERM until the server has stopped.
+    signals: Option<StopSignals>,
 }
 
 impl ServerHandle {
@@ -477,6 +521,8 @@ impl ServerHandle {
             let left = self.shared.live_threads();
             warn!("{left} workers still busy after the shutdown grace period");
         }
+        // Until here a second signal could still end the process at once.
+        drop(self.signals.take());
         all
     }
 }
