@@ -8,10 +8,13 @@
 #   nginx    as a keep-alive reverse proxy in front of testolope (wrk load;
 #            no 5xx, upstream connections reused) and echo (a chunked upload
 #            streamed through with proxy_request_buffering off)
+#   HAProxy  in front of testolope (http-reuse always): wrk on /testolope
+#            and on the blocking /sleep at once; no 5xx, no errors, no
+#            retries by HAProxy's own counters
 #
 #   bash ci/interop.sh
 #
-# Installs what is missing (curl, nginx, wrk, iproute2, python3 and requests;
+# Installs what is missing (curl, nginx, haproxy, wrk, iproute2, python3 and requests;
 # `apt-get update` once, only if something must be installed). Builds the
 # examples in release mode. Ends with `interop: N passed, M failed` and exits
 # 1 if anything failed.
@@ -39,6 +42,7 @@ command -v curl >/dev/null || need_apt+=(curl)
 command -v wrk >/dev/null || need_apt+=(wrk)
 command -v ss >/dev/null || need_apt+=(iproute2)
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx)
+command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || need_apt+=(haproxy)
 command -v python3 >/dev/null || need_apt+=(python3)
 if ! { command -v python3 >/dev/null && python3 -c 'import requests' 2>/dev/null; }; then
     if ! { command -v python3 >/dev/null && python3 -m pip install -q requests >/dev/null 2>&1; }; then
@@ -62,6 +66,7 @@ if ((${#need_apt[@]})); then
     ((made_policy)) && rm -f /usr/sbin/policy-rc.d
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
 "$PY" -c 'import requests' || {
     say "FAIL: python requests is not importable by $PY"
     exit 1
@@ -374,6 +379,90 @@ if ((samples > 0 && est_max > 0 && est_max <= UPSTREAM_CONN_MAX && distinct <= U
     ok "nginx → testolope connections reused: $distinct distinct, at most $est_max open, TIME-WAIT at most $tw_max"
 else
     not_ok "nginx → testolope connections not reused: $distinct distinct, at most $est_max open, TIME-WAIT at most $tw_max (limit $UPSTREAM_CONN_MAX)"
+fi
+
+# ---------------------------------------------------------------- HAProxy
+# testolope behind HAProxy: plaintext load with a blocking route mixed in
+# (two wrk runs at once), server connections reused (http-reuse always).
+# Judged by HAProxy's own counters (its CSV stats page): no 5xx, no
+# connection or response errors, no retries; and by wrk: no non-2xx
+# answers, no socket errors.
+haproxy_port=$(free_port)
+hap="$tmp/haproxy"
+mkdir -p "$hap"
+cat >"$hap/haproxy.cfg" <<EOF
+global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    timeout http-keep-alive 4s
+    option http-keep-alive
+    # A request sent on a pooled connection the server closed meanwhile
+    # is sent again (none should be: see pool-purge-delay).
+    retries 2
+    retry-on conn-failure empty-response
+frontend web
+    bind 127.0.0.1:$haproxy_port
+    stats enable
+    stats uri /haproxy-stats
+    default_backend testolope
+backend testolope
+    http-reuse always
+    # Idle server connections are dropped below httpool's idle timeout
+    # (5 s), so HAProxy never sends on one the server is closing.
+    server t1 127.0.0.1:$testolope_port pool-purge-delay 2s
+EOF
+"$HAPROXY" -c -q -f "$hap/haproxy.cfg" >"$tmp/haproxy-c.log" 2>&1 || {
+    cat "$tmp/haproxy-c.log" >&2
+    say "FAIL: haproxy rejected its configuration"
+    exit 1
+}
+start haproxy "$haproxy_port" "$HAPROXY" -db -f "$hap/haproxy.cfg"
+H="http://127.0.0.1:$haproxy_port"
+say "$("$HAPROXY" -v | head -n 1) on $H, wrk: -t2 -c$WRK_CONNECTIONS /testolope and -t1 -c16 /sleep, -d${WRK_DURATION}s"
+out=$("${CURL[@]}" -o "$tmp/haproxy-get.out" -w '%{http_code}' "$H/testolope" 2>&1) || true
+if [[ $out == 200 && $(cat "$tmp/haproxy-get.out") == Testolope ]]; then
+    ok "HAProxy → testolope: GET /testolope"
+else
+    not_ok "HAProxy → testolope: '$out' '$(cat "$tmp/haproxy-get.out" 2>/dev/null)', want 'Testolope' 200"
+fi
+timeout $((WRK_DURATION + 30)) wrk -t1 -c16 -d"${WRK_DURATION}s" "$H/sleep" >"$tmp/wrk-hap-sleep.out" 2>&1 &
+sleeper=$!
+timeout $((WRK_DURATION + 30)) wrk -t2 -c"$WRK_CONNECTIONS" -d"${WRK_DURATION}s" "$H/testolope" >"$tmp/wrk-hap.out" 2>&1 || true
+wait "$sleeper" || true
+sed 's/^/    wrk: /' "$tmp/wrk-hap.out"
+sed 's/^/    wrk \/sleep: /' "$tmp/wrk-hap-sleep.out"
+"${CURL[@]}" "$H/haproxy-stats;csv" >"$tmp/haproxy-stats.csv" 2>&1 || true
+# The backend's row: 5xx answers, connection and response errors, retries,
+# redispatches, and the sessions it took.
+hap_counts=$("$PY" - "$tmp/haproxy-stats.csv" <<'PYEOF' || true
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]).read().lstrip("# ").splitlines()))
+row = next(r for r in rows if r["pxname"] == "testolope" and r["svname"] == "BACKEND")
+print(*(row[k] or "0" for k in ("hrsp_5xx", "econ", "eresp", "wretr", "wredis", "stot")))
+PYEOF
+)
+read -r hap_5xx hap_econ hap_eresp hap_wretr hap_wredis hap_sessions <<<"$hap_counts" || true
+for f in wrk-hap wrk-hap-sleep; do
+    requests=$(awk '/requests in/ { print $1 }' "$tmp/$f.out")
+    non2xx=$(awk -F: '/Non-2xx or 3xx responses/ { gsub(/ /, "", $2); print $2 }' "$tmp/$f.out")
+    socket_errors=$(grep 'Socket errors' "$tmp/$f.out" || true)
+    route=$([[ $f == wrk-hap ]] && echo /testolope || echo "/sleep (blocks 50 ms)")
+    if [[ -n $requests && $requests -gt 0 && -z $non2xx && -z $socket_errors ]]; then
+        ok "HAProxy → testolope $route under wrk: $requests requests, no non-2xx, no socket errors"
+    else
+        not_ok "HAProxy → testolope $route under wrk: requests '${requests:-none}', non-2xx '${non2xx:-0}', ${socket_errors:-no socket errors}"
+    fi
+done
+echo "HAProxy numbers: backend 5xx ${hap_5xx:-?}, connection errors ${hap_econ:-?}, response errors ${hap_eresp:-?}," \
+    "retries ${hap_wretr:-?}, redispatches ${hap_wredis:-?}, backend sessions ${hap_sessions:-?}"
+if [[ ${hap_5xx:-x} == 0 && ${hap_econ:-x} == 0 && ${hap_eresp:-x} == 0 && ${hap_wretr:-x} == 0 && ${hap_wredis:-x} == 0 ]]; then
+    ok "HAProxy counters: no 5xx, no connection or response errors, no retries"
+else
+    not_ok "HAProxy counters: 5xx '${hap_5xx:-?}', econ '${hap_econ:-?}', eresp '${hap_eresp:-?}', retries '${hap_wretr:-?}', redispatches '${hap_wredis:-?}'"
 fi
 
 # ---------------------------------------------------------------- summary
