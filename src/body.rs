@@ -154,6 +154,20 @@ impl ChunkedDecoder {
         self.state == Chunked::Done
     }
 
+    /// The bytes the chunk at hand still has to bring: its size as far as
+    /// its digits have come (more digits only make it larger), or what is
+    /// left of its data.
+    pub(crate) fn chunk_left(&self) -> u64 {
+        match self.state {
+            Chunked::Size { size, .. }
+            | Chunked::SizeWhitespace { size }
+            | Chunked::Extension { size, .. }
+            | Chunked::SizeLf { size } => size,
+            Chunked::Data { left } => left,
+            _ => 0,
+        }
+    }
+
     /// Decodes from `input` into `out`; returns `(consumed, produced)`. Stops
     /// after producing data, at the end of the body, or when input runs out.
     pub(crate) fn decode(&mut self, input: &[u8], out: &mut [u8]) -> Result<(usize, usize), BodyError> {
@@ -384,7 +398,14 @@ impl<'a> Body<'a> {
                     Ok(r) => r,
                     Err(e) => return Err(self.fail(e)),
                 };
+                let promised = self.received.saturating_add(produced as u64).saturating_add(decoder.chunk_left());
                 self.pos += used;
+                // A chunk whose size alone runs past the limit is refused
+                // when its size arrives, not once the client has sent (or
+                // trickled) that much.
+                if promised > self.bounds.limit {
+                    return Err(self.fail(BodyError::TooLarge));
+                }
                 if produced > 0 || decoder.is_done() {
                     return Ok(produced);
                 }

@@ -276,6 +276,21 @@ fn chunked_body_over_the_limit_gets_413() {
     assert!(r.lingering);
 }
 
+/// A chunk whose size alone is over the body limit gets `413` as soon as
+/// its size arrives, whole or still arriving, not once its data has come
+/// (`ffffffffffffffff` and a few bytes held a worker until the body read
+/// timed out: `408` after 10 s).
+#[test]
+fn a_chunk_size_over_the_limit_gets_413_when_it_arrives() {
+    for size in ["ffffffffffffffff\r\nab", "10000", "5;ext=1\r\n", "4\r\nabcd\r\n1\r\n"] {
+        let mut config = Config::default();
+        config.limits.max_body_bytes = 4;
+        let head = format!("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n{size}");
+        let r = run_with(config, &echo, &[head.as_bytes()], false);
+        assert!(r.wire.starts_with("HTTP/1.1 413 Content Too Large\r\n"), "{size:?}: {}", r.wire);
+    }
+}
+
 #[test]
 fn streamed_response_is_chunked_for_http11_and_close_delimited_for_http10() {
     let handler = |_: &mut Request<'_>| Response::reader(&b"stream"[..], None).with_content_type("text/plain");
