@@ -116,11 +116,14 @@ impl StopSignals {
 }
 
 impl Drop for StopSignals {
+    /// Called once the server has stopped. The default action comes back
+    /// (when no other server watches) before this watch ends, so no signal
+    /// falls between the two unheeded.
     fn drop(&mut self) {
+        Watchers::lock().ended();
         self.handle.close();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        Watchers::lock().ended();
     }
 }
