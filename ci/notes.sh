@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The notes service (examples/notes.rs: SQLite through an r2d2 pool of 16,
+# The notes service (examples/notes: SQLite through an r2d2 pool of 16,
 # handlers that query it directly) against the same read routes on axum with
 # spawn_blocking (benches/peers/axum_notes), side by side on one database of
 # NOTES rows:
@@ -31,10 +31,10 @@ PORT_B=${PORT_B:-19302}
 VEGETA=${VEGETA:-$(command -v vegeta || echo "$HOME/go/bin/vegeta")}
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-cargo build --release --features "json fs compression" --example notes
-(cd benches/peers && nice cargo build --release -p peer-axum-notes)
 target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
-httpool_bin="$target_dir/release/examples/notes"
+cargo build --release --manifest-path examples/notes/Cargo.toml --target-dir "$target_dir"
+(cd benches/peers && nice cargo build --release -p peer-axum-notes)
+httpool_bin="$target_dir/release/httpool-notes"
 axum_bin="benches/peers/target/release/peer-axum-notes"
 
 tmp=$(mktemp -d -t httpool-notes.XXXXXX)

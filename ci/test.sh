@@ -7,6 +7,12 @@ cargo clippy --all-targets --all-features -- -D warnings
 cargo test
 cargo test --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features
+# examples/notes, a crate of its own (SQLite is C): formatting, lints, its
+# tests through httpool::test; in the same target directory.
+notes=(--manifest-path examples/notes/Cargo.toml)
+cargo fmt --check "${notes[@]}"
+cargo clippy "${notes[@]}" --target-dir target --all-targets -- -D warnings
+cargo test "${notes[@]}" --target-dir target
 # Model checks of the engine's core under the shuttle scheduler
 # (src/shared/model.rs): thousands of interleavings of park/wake, hand-over,
 # spawn and retire; a lost wake-up fails them as a deadlock.

@@ -4,7 +4,7 @@
 //! for it).
 //!
 //! ```sh
-//! cargo run --release --features "json fs compression" --example notes   # 127.0.0.1:8010, notes.db
+//! cargo run --release --manifest-path examples/notes/Cargo.toml   # 127.0.0.1:8010, notes.db
 //! curl -i -H 'Content-Type: application/json' -d '{"text":"buy milk"}' http://127.0.0.1:8010/api/notes
 //! curl -i 'http://127.0.0.1:8010/api/notes?q=milk'
 //! ```
@@ -24,11 +24,15 @@
 //! malformed one `400`; errors are JSON on `/api`. Every answer is
 //! compressed when the client accepts gzip and logged (Combined Log
 //! Format) to stderr.
+//!
+//! A crate of its own (SQLite is C, built from source by `bundled`), so the
+//! library's checks for other targets do not need a C toolchain for them;
+//! its tests (`tests/notes.rs`) run with the library's in CI.
 
 use std::fmt::Display;
 use std::path::Path;
 
-use httpool::{IntoResponse, Request, Response, ServeDir, Server};
+use httpool::{IntoResponse, Request, Response, ServeDir};
 use r2d2_sqlite::SqliteConnectionManager;
 use r2d2_sqlite::rusqlite::{self, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -247,36 +251,4 @@ fn escape_into(html: &mut String, text: &str) {
 /// The service as a server runs it: compressed, then logged.
 pub fn app(notes: Notes) -> impl httpool::Handler {
     httpool::access_log(httpool::compress(move |req: &mut Request| notes.handle(req)))
-}
-
-/// Writes `log` records (the access lines among them) to stderr.
-struct Stderr;
-
-impl log::Log for Stderr {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::Level::Info
-    }
-
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            eprintln!("{}", record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8010".into());
-    let db = args.next().unwrap_or_else(|| "notes.db".into());
-    // Without a logger the access log goes nowhere.
-    log::set_logger(&Stderr).map_err(|e| e.to_string())?;
-    log::set_max_level(log::LevelFilter::Info);
-    let statics = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/notes/static");
-    let notes = Notes::open(&db, statics)?;
-    let server = Server::bind(&addr)?;
-    eprintln!("notes on http://{}/ (database {db})", server.local_addr()?);
-    server.serve_handler(app(notes))?;
-    Ok(())
 }

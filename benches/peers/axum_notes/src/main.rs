@@ -1,4 +1,4 @@
-//! The read routes of httpool's `examples/notes.rs` on axum 0.8 and tokio's
+//! The read routes of httpool's `examples/notes` on axum 0.8 and tokio's
 //! multi-thread runtime: `GET /api/notes/{id}` (one row) and
 //! `GET /api/notes?q=word` (a `LIKE` search), over the same schema, pool
 //! size and queries. Each database call runs in `tokio::task::spawn_blocking`,

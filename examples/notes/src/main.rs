@@ -1,0 +1,38 @@
+//! The notes service (see the library's doc): `httpool-notes [ADDR] [DB]`.
+
+use std::path::Path;
+
+use httpool::Server;
+use httpool_notes::{Notes, app};
+
+/// Writes `log` records (the access lines among them) to stderr.
+struct Stderr;
+
+impl log::Log for Stderr {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.level() <= log::Level::Info
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            eprintln!("{}", record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8010".into());
+    let db = args.next().unwrap_or_else(|| "notes.db".into());
+    // Without a logger the access log goes nowhere.
+    log::set_logger(&Stderr).map_err(|e| e.to_string())?;
+    log::set_max_level(log::LevelFilter::Info);
+    let statics = Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
+    let notes = Notes::open(&db, statics)?;
+    let server = Server::bind(&addr)?;
+    eprintln!("notes on http://{}/ (database {db})", server.local_addr()?);
+    server.serve_handler(app(notes))?;
+    Ok(())
+}
