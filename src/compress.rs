@@ -44,7 +44,8 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 ///   long (1 KiB by default), or a reader (`Response::reader`) not known to
 ///   be shorter; it is then sent `chunked`, in deflate blocks, so a reader
 ///   that trickles (a log being tailed) reaches the client later;
-/// - it has a body at all (not `1xx`, `204`, `304`), is not a range
+/// - it has a body at all (not `1xx`, `204`, `304`: a `304` to a client
+///   that holds the gzipped answer gets its weak `ETag` and `Vary`), is not a range
 ///   (`206`, or a `Content-Range`), is not already encoded
 ///   (`Content-Encoding`), and does not say `Cache-Control: no-transform`.
 ///
@@ -105,6 +106,9 @@ enum Plan {
 
 impl<H> Compress<H> {
     fn apply(&self, req: &Request<'_>, mut resp: Response) -> Response {
+        if resp.status == 304 {
+            return revalidated(req, resp);
+        }
         match self.plan(req, &resp) {
             Plan::Leave => return resp,
             Plan::VaryOnly => {}
@@ -180,6 +184,33 @@ fn gzip(body: &[u8], level: Compression) -> Option<Vec<u8>> {
     encoder.write_all(body).ok()?;
     let out = encoder.finish().ok()?;
     (out.len() < body.len()).then_some(out)
+}
+
+/// A `304` carries the `ETag` and `Vary` the `200` would have had (RFC
+/// 9110 §15.4.5). It has no body to judge by, so the client's validator
+/// tells: sending back the weak form of the answer's strong tag, the client
+/// holds the gzipped `200` (only that one carried it), and the `304` gets
+/// the same weak tag and `Vary: Accept-Encoding`. Otherwise it is left as
+/// it is.
+fn revalidated(req: &Request<'_>, mut resp: Response) -> Response {
+    let Some(tag) = resp.header("etag").filter(|t| t.starts_with('"')).map(str::to_owned) else {
+        return resp;
+    };
+    let weak = format!("W/{tag}");
+    let held = req
+        .header_all("if-none-match")
+        .filter_map(|v| std::str::from_utf8(v).ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == weak);
+    if held {
+        for (name, value) in &mut resp.headers {
+            if name.eq_ignore_ascii_case("etag") {
+                *value = Cow::Owned(weak.clone());
+            }
+        }
+        add_vary(&mut resp);
+    }
+    resp
 }
 
 /// Adds `Accept-Encoding` to `Vary` (to the first `Vary` header if there

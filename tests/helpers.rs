@@ -348,6 +348,35 @@ mod files {
         assert!(server.shutdown());
     }
 
+    /// A revalidation of a gzipped answer gets a `304` with the `ETag` and
+    /// `Vary` the `200` had (RFC 9110 §15.4.5): the weak tag and `Vary:
+    /// Accept-Encoding`. (It had the strong tag and no `Vary`, so a cache
+    /// would have stored the gzipped bytes under the identity tag.)
+    #[cfg(feature = "compression")]
+    #[test]
+    fn a_304_to_a_gzipped_answer_keeps_its_weak_etag_and_vary() {
+        let site = Site::new("gzip304");
+        std::fs::write(site.0.join("root/page.html"), "<p>a page worth compressing</p>\n".repeat(64)).unwrap();
+        let server = spawn(httpool::compress(httpool::ServeDir::new(site.0.join("root")).unwrap()));
+        let mut conn = connect(server.local_addr());
+        send(&mut conn, b"GET /page.html HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
+        let full = common::read_reply(&mut conn, false).unwrap();
+        let etag = full.header("etag").unwrap().to_owned();
+        assert_eq!((full.header("content-encoding"), full.header("vary")), (Some("gzip"), Some("Accept-Encoding")));
+        let ask =
+            format!("GET /page.html HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: {etag}\r\n\r\n");
+        send(&mut conn, ask.as_bytes());
+        let fresh = common::read_reply(&mut conn, false).unwrap();
+        assert_eq!(fresh.status, 304);
+        assert_eq!((fresh.header("etag"), fresh.header("vary")), (Some(etag.as_str()), Some("Accept-Encoding")));
+        // A client holding the identity answer's strong tag gets it back.
+        let strong = etag.trim_start_matches("W/");
+        send(&mut conn, format!("GET /page.html HTTP/1.1\r\nHost: t\r\nIf-None-Match: {strong}\r\n\r\n").as_bytes());
+        let fresh = common::read_reply(&mut conn, false).unwrap();
+        assert_eq!((fresh.status, fresh.header("etag")), (304, Some(strong)));
+        assert!(server.shutdown());
+    }
+
     #[test]
     fn a_large_file_goes_out_whole_on_a_kept_connection() {
         let site = Site::new("large");
