@@ -44,8 +44,9 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 ///   long (1 KiB by default), or a reader (`Response::reader`) not known to
 ///   be shorter; it is then sent `chunked`, in deflate blocks, so a reader
 ///   that trickles (a log being tailed) reaches the client later;
-/// - it has a body at all (not `1xx`, `204`, `304`: a `304` to a client
-///   that holds the gzipped answer gets its weak `ETag` and `Vary`), is not a range
+/// - it has a body at all (not `1xx`, `204`, `304`: a `304` gets `Vary:
+///   Accept-Encoding`, and the weak `ETag` when the client holds the
+///   gzipped answer), is not a range
 ///   (`206`, or a `Content-Range`), is not already encoded
 ///   (`Content-Encoding`), and does not say `Cache-Control: no-transform`.
 ///
@@ -187,12 +188,14 @@ fn gzip(body: &[u8], level: Compression) -> Option<Vec<u8>> {
 }
 
 /// A `304` carries the `ETag` and `Vary` the `200` would have had (RFC
-/// 9110 §15.4.5). It has no body to judge by, so the client's validator
-/// tells: sending back the weak form of the answer's strong tag, the client
-/// holds the gzipped `200` (only that one carried it), and the `304` gets
-/// the same weak tag and `Vary: Accept-Encoding`. Otherwise it is left as
-/// it is.
+/// 9110 §15.4.5). It has no body to judge by: it always gets `Vary:
+/// Accept-Encoding` (one the `200` lacked costs a cache a lookup, one it
+/// had and the `304` dropped could serve gzip to a client that cannot read
+/// it), and when the client sends back the weak form of the answer's strong
+/// tag, it holds the gzipped `200` (only that one carried it), so the `304`
+/// gets that weak tag.
 fn revalidated(req: &Request<'_>, mut resp: Response) -> Response {
+    add_vary(&mut resp);
     let Some(tag) = resp.header("etag").filter(|t| t.starts_with('"')).map(str::to_owned) else {
         return resp;
     };
@@ -208,7 +211,6 @@ fn revalidated(req: &Request<'_>, mut resp: Response) -> Response {
                 *value = Cow::Owned(weak.clone());
             }
         }
-        add_vary(&mut resp);
     }
     resp
 }

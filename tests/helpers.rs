@@ -377,6 +377,36 @@ mod files {
         assert!(server.shutdown());
     }
 
+    /// A `HEAD` gets the headers a `GET` gets, file by file, gzipped or
+    /// not, and so does a `304` to either (but its body's own headers).
+    #[cfg(feature = "compression")]
+    #[test]
+    fn head_and_304_answers_carry_the_get_answer_s_headers() {
+        let site = Site::new("headsame");
+        std::fs::write(site.0.join("root/page.html"), "<p>a page worth compressing</p>\n".repeat(64)).unwrap();
+        let server = spawn(httpool::compress(httpool::ServeDir::new(site.0.join("root")).unwrap()));
+        let mut conn = connect(server.local_addr());
+        let mut ask = |method: &str, extra: &str| {
+            send(&mut conn, format!("{method} /page.html HTTP/1.1\r\nHost: t\r\n{extra}\r\n").as_bytes());
+            let mut reply = common::read_reply(&mut conn, method == "HEAD").unwrap();
+            reply.headers.retain(|(n, _)| n != "date");
+            reply
+        };
+        for gzip in ["", "Accept-Encoding: gzip\r\n"] {
+            let get = ask("GET", gzip);
+            let head = ask("HEAD", gzip);
+            assert_eq!((head.status, &head.headers), (200, &get.headers), "{gzip:?}");
+            let etag = get.headers.iter().find(|(n, _)| n == "etag").unwrap().1.clone();
+            let fresh = ask("GET", &format!("{gzip}If-None-Match: {etag}\r\n"));
+            let without_body = |headers: &[(String, String)]| -> Vec<(String, String)> {
+                let body = ["content-length", "content-type", "content-encoding", "accept-ranges", "transfer-encoding"];
+                headers.iter().filter(|(n, _)| !body.contains(&n.as_str())).cloned().collect()
+            };
+            assert_eq!((fresh.status, without_body(&fresh.headers)), (304, without_body(&get.headers)), "{gzip:?}");
+        }
+        assert!(server.shutdown());
+    }
+
     #[test]
     fn a_large_file_goes_out_whole_on_a_kept_connection() {
         let site = Site::new("large");
