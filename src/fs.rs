@@ -6,9 +6,8 @@ mod conditional;
 mod path;
 
 use std::borrow::Cow;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -274,10 +273,10 @@ impl Handler for ServeDir {
     }
 }
 
-/// Opens for reading without blocking on a FIFO swapped in after the check
-/// (`O_NONBLOCK` does nothing to a regular file).
+/// Opens for reading, on Unix without blocking on a FIFO swapped in after
+/// the check.
 fn open(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+    crate::sys::open_file(path)
 }
 
 /// The status for a failed lookup: the client asked for something that is

@@ -7,13 +7,13 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use mio::unix::SourceFd;
+use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::net::Stream;
+use crate::sys;
 
 /// What a blocked operation waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,32 +114,6 @@ fn copy_file_now<T: Transport + ?Sized>(io: &mut T, file: &mut File, left: &mut 
     Ok(true)
 }
 
-/// [`Transport::send_file_now`] with `sendfile(2)` (not under
-/// `--cfg httpool_portable`, which takes macOS's buffered copy).
-#[cfg(all(target_os = "linux", not(httpool_portable)))]
-fn send_file_now_linux(sock: &std::net::TcpStream, file: &mut File, left: &mut u64) -> io::Result<bool> {
-    use std::io::{Seek, SeekFrom};
-    let mut offset = file.stream_position()?;
-    let sent = loop {
-        if *left == 0 {
-            break true;
-        }
-        let count = usize::try_from(*left).unwrap_or(usize::MAX).min(1 << 30);
-        match rustix::fs::sendfile(sock, &*file, Some(&mut offset), count) {
-            Ok(0) => return Err(file_too_short()),
-            Ok(n) => *left -= n as u64,
-            Err(rustix::io::Errno::AGAIN) => break false,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    };
-    // `sendfile` with an offset leaves the file's position alone.
-    if !sent {
-        file.seek(SeekFrom::Start(offset))?;
-    }
-    Ok(sent)
-}
-
 fn file_too_short() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response length")
 }
@@ -202,17 +176,17 @@ impl Waiter {
         Ok(Waiter { poll: Poll::new()?, events: Events::with_capacity(4) })
     }
 
-    fn wait(&mut self, fd: &impl AsRawFd, ready: Ready, timeout: Duration) -> io::Result<()> {
-        let raw = fd.as_raw_fd();
-        let mut source = SourceFd(&raw);
+    /// Waits for `source`, which no seat watches meanwhile (a source is in
+    /// one readiness set at a time on Windows).
+    fn wait(&mut self, source: &mut impl Source, ready: Ready, timeout: Duration) -> io::Result<()> {
         let interest = match ready {
             Ready::Readable => Interest::READABLE,
             Ready::Writable => Interest::WRITABLE,
         };
-        self.poll.registry().register(&mut source, Token(0), interest)?;
+        self.poll.registry().register(source, Token(0), interest)?;
         // A timeout too large to add (e.g. `Duration::MAX`) waits forever.
         let result = self.poll_until(Instant::now().checked_add(timeout));
-        self.poll.registry().deregister(&mut source)?;
+        self.poll.registry().deregister(source)?;
         result
     }
 
@@ -306,14 +280,14 @@ impl Transport for Socket<'_> {
         // by the same bytes; the connection registers again when it parks.
         self.leave_seat();
         if ready == Ready::Readable {
-            return self.waiter.wait(&*self.stream, ready, timeout);
+            return self.waiter.wait(&mut *self.stream, ready, timeout);
         }
         let limit = self.pace.next_wait(timeout);
         if limit.is_zero() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "the client takes the response too slowly"));
         }
         let start = Instant::now();
-        let waited = self.waiter.wait(&*self.stream, ready, limit);
+        let waited = self.waiter.wait(&mut *self.stream, ready, limit);
         self.pace.waited(start.elapsed());
         waited
     }
@@ -324,6 +298,10 @@ impl Transport for Socket<'_> {
 
     fn holds_input(&self) -> bool {
         self.stream.holds_input()
+    }
+
+    fn short_read_drains(&self) -> bool {
+        sys::SHORT_READ_EMPTIES && !self.holds_input()
     }
 
     fn is_tls(&self) -> bool {
@@ -341,12 +319,14 @@ impl Transport for Socket<'_> {
     }
 
     fn send_file_now(&mut self, file: &mut File, left: &mut u64) -> io::Result<bool> {
-        #[cfg(all(target_os = "linux", not(httpool_portable)))]
+        // The only kind of stream on Windows without TLS.
+        #[allow(irrefutable_let_patterns)]
         if let Stream::Tcp(sock) = &*self.stream {
             let before = *left;
-            let sent = send_file_now_linux(sock, file, left);
-            self.pace.sent(before - *left);
-            return sent;
+            if let Some(sent) = sys::send_file(sock, file, left) {
+                self.pace.sent(before - *left);
+                return sent;
+            }
         }
         copy_file_now(self, file, left)
     }
@@ -360,6 +340,7 @@ impl Transport for Socket<'_> {
 /// of its own; writes take at most `room` bytes. A connection parked with
 /// bytes still unread is served again only if another arrival comes, as
 /// with epoll or kqueue, so a lost wake-up leaves a request unanswered.
+/// With [`Script::completion`], readiness is as mio gives it on Windows.
 #[derive(Default)]
 pub(crate) struct Script {
     /// Arrivals still to come.
@@ -381,6 +362,13 @@ pub(crate) struct Script {
     /// limit); a wait for room lifts the limit, as a client reading on
     /// would.
     pub(crate) room: Option<usize>,
+    /// Readiness as mio emulates it on Windows: once an arrival has woken
+    /// the connection, the next one wakes it only if a read or write since
+    /// returned `WouldBlock` (or it waited on the socket, after which it
+    /// registers afresh); a short read says nothing.
+    pub(crate) completion: bool,
+    /// Under `completion`: no wake-up since the last `WouldBlock`.
+    pub(crate) disarmed: bool,
 }
 
 impl Script {
@@ -390,8 +378,19 @@ impl Script {
 
     /// The next arrival: a chunk, or once they are all in, the end of
     /// stream (when the script has one). False when nothing is left to
-    /// arrive: a parked connection is not woken again.
+    /// arrive, or (under `completion`) when the arrival wakes nobody: a
+    /// parked connection is not woken again.
     pub(crate) fn release(&mut self) -> bool {
+        if !self.arrive() {
+            return false;
+        }
+        let wakes = !(self.completion && self.disarmed);
+        self.disarmed = self.completion;
+        wakes
+    }
+
+    /// The next arrival, whether or not it wakes the connection.
+    fn arrive(&mut self) -> bool {
         match self.chunks.pop_front() {
             Some(chunk) => {
                 self.current.extend_from_slice(&chunk);
@@ -418,6 +417,7 @@ impl Read for Script {
             if self.fin {
                 return Ok(0);
             }
+            self.disarmed = false;
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let n = buf.len().min(self.current.len());
@@ -430,7 +430,10 @@ impl Read for Script {
 impl Write for Script {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = match &mut self.room {
-            Some(0) => return Err(io::ErrorKind::WouldBlock.into()),
+            Some(0) => {
+                self.disarmed = false;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
             Some(room) => {
                 let n = buf.len().min(*room);
                 *room -= n;
@@ -452,12 +455,19 @@ impl Transport for Script {
         self.shut_write = true;
     }
 
+    fn short_read_drains(&self) -> bool {
+        !self.completion
+    }
+
     fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
+        // The socket leaves its seat while the worker waits, and is
+        // registered afresh when it parks.
+        self.disarmed = false;
         if ready == Ready::Writable {
             self.room = None;
             return Ok(());
         }
-        if !self.current.is_empty() || self.fin || (self.patient && self.release()) {
+        if !self.current.is_empty() || self.fin || (self.patient && self.arrive()) {
             return Ok(());
         }
         Err(io::ErrorKind::TimedOut.into())

@@ -51,20 +51,6 @@
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
-// On Windows and other non-Unix targets the crate is this one error: the
-// modules below use Unix descriptors and Unix domain sockets, so they are
-// left out there rather than failing with a screen of unresolved imports.
-#[cfg(not(unix))]
-compile_error!(
-    "httpool supports Linux and macOS, and other Unix systems on a best-effort basis (through mio); it does not build for Windows or other non-Unix targets"
-);
-
-/// Gives every item of the crate `#[cfg(unix)]` (see the error above).
-macro_rules! unix_only {
-    ($($item:item)*) => { $(#[cfg(unix)] $item)* };
-}
-
-unix_only! {
 #[macro_use]
 mod logging;
 
@@ -105,6 +91,7 @@ mod stats;
 mod status;
 mod stream;
 mod sync;
+mod sys;
 pub mod test;
 #[cfg(test)]
 mod testing;
@@ -122,8 +109,8 @@ pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DRAIN_BYTES, DEFAULT_MAX_HEAD_BYTES,
     DEFAULT_MAX_HEADERS, DEFAULT_MAX_UNSENT_BYTES, DEFAULT_MAX_URI_BYTES, DEFAULT_MAX_WORKERS, DEFAULT_QUEUE_DEPTH,
-    DEFAULT_SHUTDOWN_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, DEFAULT_WORKER_STACK_SIZE, DEFAULT_WRITE_MIN_RATE, DEFAULT_WRITE_TIMEOUT, Overload,
-    default_workers,
+    DEFAULT_SHUTDOWN_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, DEFAULT_WORKER_STACK_SIZE, DEFAULT_WRITE_MIN_RATE,
+    DEFAULT_WRITE_TIMEOUT, Overload, default_workers,
 };
 #[cfg(feature = "cookies")]
 pub use cookie;
@@ -146,4 +133,3 @@ pub use urlencoded::Form;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-}

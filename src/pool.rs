@@ -17,6 +17,7 @@ use crate::conn::{Ctx, Next, Scratch, Seating, serve};
 use crate::handler::Handler;
 use crate::io::{Pace, Socket, Waiter};
 use crate::shared::{Conn, HandOver, Shared, Work};
+use crate::sys;
 
 /// What the monitor and the workers need of the pool: threads started for
 /// a seat, and joined at the end.
@@ -92,7 +93,7 @@ impl<H: Handler> Pool<H> {
                 if let Some(last) = retired {
                     let_go_of_current(&handles);
                     if last {
-                        give_back_free_memory();
+                        sys::give_back_free_memory();
                     }
                 }
             })?;
@@ -169,7 +170,7 @@ impl Seating for Place<'_> {
 fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Option<bool> {
     let shared = &*pool.shared;
     if shared.config.batch_scheduling {
-        schedule_as_batch();
+        sys::schedule_as_batch();
     }
     let mut scratch = Scratch::new(&shared.config);
     shared.arrive(seat);
@@ -204,7 +205,8 @@ fn serve_until_parked<H: Handler>(
         let (next, left_seat) = {
             let seat = shared.registry_of(&conn);
             let registered = seat.is_some();
-            let mut io = Socket { stream: &mut conn.stream, waiter, seat, pace: Pace::new(shared.config.write_min_rate) };
+            let mut io =
+                Socket { stream: &mut conn.stream, waiter, seat, pace: Pace::new(shared.config.write_min_rate) };
             let mut cx = Ctx {
                 handler,
                 config: &shared.config,
@@ -243,51 +245,3 @@ fn serve_until_parked<H: Handler>(
         }
     }
 }
-
-/// Once the last extra thread retires, glibc is asked to give the memory
-/// the extra threads freed back to the system: it keeps freed memory in
-/// per-thread arenas otherwise (`testolope` 12 s after 256 blocking
-/// connections went away: resident 7.3 MiB without this, 4.2–5.3 MiB with
-/// it; 2.3 MiB before the load). Runs at most once per
-/// `worker_idle_timeout`; walks
-/// glibc's arenas only (a program with another global allocator gives that
-/// nothing back this way, and loses nothing).
-///
-/// Neither std nor rustix wraps malloc_trim(3), hence `unsafe`. Not under
-/// `--cfg httpool_portable`, which takes macOS's path (no such call).
-#[cfg(all(target_os = "linux", target_env = "gnu", not(httpool_portable)))]
-#[allow(unsafe_code)]
-fn give_back_free_memory() {
-    // SAFETY: malloc_trim takes no pointer and touches only memory glibc's
-    // allocator owns and has marked free, under each arena's lock; it may be
-    // called from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu", not(httpool_portable))))]
-fn give_back_free_memory() {}
-
-/// Puts the calling thread under `SCHED_BATCH`
-/// ([`Server::batch_scheduling`](crate::Server::batch_scheduling)).
-///
-/// Neither std nor rustix wraps sched_setscheduler(2), hence `unsafe`; what
-/// it buys is measured in BENCHMARKS.md. Not under
-/// `--cfg httpool_portable`, which takes macOS's path (no policy change).
-#[cfg(all(target_os = "linux", not(httpool_portable)))]
-#[allow(unsafe_code)]
-fn schedule_as_batch() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler(2) only reads the one `sched_param` behind
-    // the pointer, which points at `param`, alive on this frame for the
-    // whole call; pid 0 names the calling thread. It writes no memory of
-    // ours.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &raw const param) };
-    if rc != 0 {
-        warn!("running the worker under SCHED_BATCH failed: {}", std::io::Error::last_os_error());
-    }
-}
-
-#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
-fn schedule_as_batch() {}

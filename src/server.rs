@@ -2,7 +2,9 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+#[cfg(unix)]
 use std::os::unix::net::UnixListener;
+#[cfg(unix)]
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -42,6 +44,7 @@ pub struct Server {
 #[derive(Debug)]
 enum Bound {
     Tcp(TcpListener),
+    #[cfg(unix)]
     Unix(UnixListener),
 }
 
@@ -76,17 +79,20 @@ impl Server {
 
     /// Binds a Unix domain socket at `path` (which must not exist).
     /// [`Request::peer_addr`](crate::Request::peer_addr) is `None` for its
-    /// clients.
+    /// clients. Unix only.
     ///
     /// # Errors
     ///
     /// The error of binding `path`.
+    #[cfg(unix)]
     pub fn bind_unix(path: impl AsRef<Path>) -> io::Result<Server> {
         Ok(Server::from_unix_listener(UnixListener::bind(path)?))
     }
 
     /// Serves on a Unix domain socket listener bound elsewhere (on macOS
     /// given `SO_NOSIGPIPE`, as in [`from_listener`](Server::from_listener)).
+    /// Unix only.
+    #[cfg(unix)]
     pub fn from_unix_listener(listener: UnixListener) -> Server {
         Server { listener: Bound::Unix(listener), config: Config::default(), stop_on_signals: None }
     }
@@ -100,6 +106,7 @@ impl Server {
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.listener {
             Bound::Tcp(l) => l.local_addr(),
+            #[cfg(unix)]
             Bound::Unix(_) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
         }
     }
@@ -270,7 +277,8 @@ impl Server {
     /// several servers may watch the signals; once the last one has
     /// stopped, the signals end the process again. Turn it off when the
     /// program handles these signals itself and stops the server with a
-    /// [`ShutdownSignal`]. Unix only (see the README's Platforms).
+    /// [`ShutdownSignal`]. On Windows the signals are the console's Ctrl-C
+    /// and Ctrl-Break (see the README's Platforms).
     pub fn stop_on_signals(mut self, on: bool) -> Server {
         self.stop_on_signals = Some(on);
         self
@@ -419,6 +427,7 @@ impl Server {
         let addr = self.local_addr()?;
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
+            #[cfg(unix)]
             Bound::Unix(l) => Listener::unix(l)?,
         };
         let cores = thread::available_parallelism().map_or(1, |n| n.get());

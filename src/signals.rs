@@ -13,117 +13,273 @@
 //! server watching has stopped, the signals end the process again (a
 //! handler left registered with no action would make it ignore them).
 //!
+//! On Windows the signals are the console's Ctrl-C and Ctrl-Break events,
+//! watched with a console control handler of ours (`SetConsoleCtrlHandler`;
+//! the system runs it on a thread of its own, so it may start the shutdown
+//! itself). It says it handled the event only while some server watches
+//! and has not been told yet: otherwise, a second Ctrl-C while stopping
+//! included, the next handler runs, and in the end the system's, which
+//! ends the process. (signal-hook's emulation of `SIGINT` over the C
+//! runtime's `signal` asks it for the current handler with `SIG_GET`,
+//! which Wine's runtime takes for the handler itself: the first Ctrl-C
+//! crashed the process.)
+//!
 //! [`Server::stop_on_signals`]: crate::Server::stop_on_signals
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::{self, JoinHandle};
-
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::{Handle, Signals};
+use std::sync::{Mutex, PoisonError};
 
 use crate::server::ShutdownSignal;
+#[cfg(unix)]
+pub(crate) use unix::StopSignals;
+#[cfg(windows)]
+pub(crate) use windows::StopSignals;
 
-/// The signals that stop a server.
-const STOP: [i32; 2] = [SIGINT, SIGTERM];
+#[cfg(unix)]
+mod unix {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::thread::{self, JoinHandle};
 
-/// How many servers watch the signals, and the flag of the action that
-/// takes the signals' default one while none does (registered when the
-/// first watch ends; signal-hook keeps its handler installed after its last
-/// action is unregistered, and a handler with nothing to do would make the
-/// process ignore them).
-static WATCHERS: Mutex<Watchers> = Mutex::new(Watchers { count: 0, none: None });
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::iterator::{Handle, Signals};
 
-struct Watchers {
-    count: usize,
-    /// True while no server watches.
-    none: Option<Arc<AtomicBool>>,
+    use super::*;
+
+    /// The signals that stop a server.
+    const STOP: [i32; 2] = [SIGINT, SIGTERM];
+
+    /// How many servers watch the signals, and the flag of the action that
+    /// takes the signals' default one while none does (registered when the
+    /// first watch ends; signal-hook keeps its handler installed after its last
+    /// action is unregistered, and a handler with nothing to do would make the
+    /// process ignore them).
+    static WATCHERS: Mutex<Watchers> = Mutex::new(Watchers { count: 0, none: None });
+
+    struct Watchers {
+        count: usize,
+        /// True while no server watches.
+        none: Option<Arc<AtomicBool>>,
+    }
+
+    impl Watchers {
+        fn lock() -> std::sync::MutexGuard<'static, Watchers> {
+            WATCHERS.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        fn started(&mut self) {
+            self.count += 1;
+            if let Some(none) = &self.none {
+                none.store(false, Ordering::Release);
+            }
+        }
+
+        fn ended(&mut self) {
+            self.count -= 1;
+            if self.count > 0 {
+                return;
+            }
+            let none = self.none.get_or_insert_with(|| {
+                let none = Arc::new(AtomicBool::new(true));
+                for signal in STOP {
+                    if let Err(e) = signal_hook::flag::register_conditional_default(signal, none.clone()) {
+                        warn!("signal {signal}: its default action could not be restored: {e}");
+                    }
+                }
+                none
+            });
+            none.store(true, Ordering::Release);
+        }
+    }
+
+    /// Watches SIGINT and SIGTERM for one server, until dropped.
+    pub(crate) struct StopSignals {
+        handle: Handle,
+        thread: Option<JoinHandle<()>>,
+    }
+
+    impl StopSignals {
+        /// Starts watching: the first signal calls `stop.shutdown()`.
+        pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
+            let mut watchers = Watchers::lock();
+            // Counted first: the default action must stand aside before our
+            // handler can see a signal.
+            watchers.started();
+            let mut signals = match Signals::new(STOP) {
+                Ok(signals) => signals,
+                Err(e) => {
+                    watchers.ended();
+                    return Err(e);
+                }
+            };
+            let handle = signals.handle();
+            let thread = thread::Builder::new().name("httpool-signals".into()).spawn(move || {
+                let mut stopping = false;
+                for signal in signals.forever() {
+                    if stopping {
+                        warn!("signal {signal} again while stopping: ending the process");
+                        let _ = signal_hook::low_level::emulate_default_handler(signal);
+                    }
+                    warn!("signal {signal}: stopping gracefully (send it again to end the process at once)");
+                    stop.shutdown();
+                    stopping = true;
+                }
+            });
+            match thread {
+                Ok(thread) => Ok(StopSignals { handle, thread: Some(thread) }),
+                Err(e) => {
+                    handle.close();
+                    watchers.ended();
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    impl Drop for StopSignals {
+        /// Called once the server has stopped. The default action comes back
+        /// (when no other server watches) before this watch ends, so no signal
+        /// falls between the two unheeded.
+        fn drop(&mut self) {
+            Watchers::lock().ended();
+            self.handle.close();
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
-impl Watchers {
-    fn lock() -> std::sync::MutexGuard<'static, Watchers> {
+#[cfg(windows)]
+mod windows {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{MutexGuard, Once};
+
+    use windows_sys::Win32::Foundation::{FALSE, TRUE};
+    use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, CTRL_C_EVENT, SetConsoleCtrlHandler};
+    use windows_sys::core::BOOL;
+
+    use super::*;
+
+    /// The servers watching the console's Ctrl-C, and whether each was
+    /// told to stop already.
+    static WATCHERS: Mutex<Vec<Watcher>> = Mutex::new(Vec::new());
+
+    struct Watcher {
+        id: u64,
+        stop: ShutdownSignal,
+        told: bool,
+    }
+
+    fn watchers() -> MutexGuard<'static, Vec<Watcher>> {
         WATCHERS.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn started(&mut self) {
-        self.count += 1;
-        if let Some(none) = &self.none {
-            none.store(false, Ordering::Release);
+    /// Watches Ctrl-C and Ctrl-Break for one server, until dropped.
+    pub(crate) struct StopSignals {
+        id: u64,
+    }
+
+    impl StopSignals {
+        /// Starts watching: the first Ctrl-C calls `stop.shutdown()`.
+        pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
+            static INSTALL: Once = Once::new();
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let mut installed = Ok(());
+            INSTALL.call_once(|| installed = install());
+            installed?;
+            let id = NEXT.fetch_add(1, Ordering::Relaxed);
+            watchers().push(Watcher { id, stop, told: false });
+            Ok(StopSignals { id })
         }
     }
 
-    fn ended(&mut self) {
-        self.count -= 1;
-        if self.count > 0 {
-            return;
+    impl Drop for StopSignals {
+        fn drop(&mut self) {
+            watchers().retain(|w| w.id != self.id);
         }
-        let none = self.none.get_or_insert_with(|| {
-            let none = Arc::new(AtomicBool::new(true));
-            for signal in STOP {
-                if let Err(e) = signal_hook::flag::register_conditional_default(signal, none.clone()) {
-                    warn!("signal {signal}: its default action could not be restored: {e}");
-                }
-            }
-            none
-        });
-        none.store(true, Ordering::Release);
+    }
+
+    /// Adds [`on_console_event`] to the process's console control handlers,
+    /// once; it stays (it passes every event on while no server watches).
+    ///
+    /// Neither std nor a crate that lets other handlers be wraps
+    /// `SetConsoleCtrlHandler` (`ctrlc` takes the one handler it allows per
+    /// process), hence `unsafe`.
+    #[allow(unsafe_code)]
+    fn install() -> io::Result<()> {
+        // SAFETY: the handler is a plain function that lives as long as the
+        // process, of the signature the system calls (`PHANDLER_ROUTINE`);
+        // the call only adds it to the process's list of handlers.
+        let added = unsafe { SetConsoleCtrlHandler(Some(on_console_event), TRUE) };
+        if added == FALSE { Err(io::Error::last_os_error()) } else { Ok(()) }
+    }
+
+    /// Run by the system, on a thread of its own, for each console event:
+    /// Ctrl-C and Ctrl-Break stop every watching server not told yet, and
+    /// are handled; any other event, or one with nobody left to tell, is
+    /// passed on (in the end to the system's handler, which ends the
+    /// process).
+    pub(super) extern "system" fn on_console_event(event: u32) -> BOOL {
+        if event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT {
+            return FALSE;
+        }
+        let mut watchers = watchers();
+        let mut told = FALSE;
+        for watcher in watchers.iter_mut().filter(|w| !w.told) {
+            watcher.told = true;
+            watcher.stop.shutdown();
+            told = TRUE;
+        }
+        if told == TRUE {
+            warn!("Ctrl-C: stopping gracefully (press it again to end the process at once)");
+        } else if !watchers.is_empty() {
+            warn!("Ctrl-C again while stopping: ending the process");
+        }
+        told
     }
 }
 
-/// Watches SIGINT and SIGTERM for one server, until dropped.
-pub(crate) struct StopSignals {
-    handle: Handle,
-    thread: Option<JoinHandle<()>>,
-}
+/// The console handler's answers, called as the system would (Wine does
+/// deliver a real Ctrl-C: `ci/windows.sh` sends one to testolope).
+#[cfg(all(test, windows))]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::mpsc;
 
-impl StopSignals {
-    /// Starts watching: the first signal calls `stop.shutdown()`.
-    pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
-        let mut watchers = Watchers::lock();
-        // Counted first: the default action must stand aside before our
-        // handler can see a signal.
-        watchers.started();
-        let mut signals = match Signals::new(STOP) {
-            Ok(signals) => signals,
-            Err(e) => {
-                watchers.ended();
-                return Err(e);
-            }
-        };
-        let handle = signals.handle();
-        let thread = thread::Builder::new().name("httpool-signals".into()).spawn(move || {
-            let mut stopping = false;
-            for signal in signals.forever() {
-                if stopping {
-                    warn!("signal {signal} again while stopping: ending the process");
-                    let _ = signal_hook::low_level::emulate_default_handler(signal);
-                }
-                warn!("signal {signal}: stopping gracefully (send it again to end the process at once)");
-                stop.shutdown();
-                stopping = true;
-            }
-        });
-        match thread {
-            Ok(thread) => Ok(StopSignals { handle, thread: Some(thread) }),
-            Err(e) => {
-                handle.close();
-                watchers.ended();
-                Err(e)
-            }
-        }
-    }
-}
+    use windows_sys::Win32::Foundation::{FALSE, TRUE};
+    use windows_sys::Win32::System::Console::{CTRL_C_EVENT, CTRL_CLOSE_EVENT};
 
-impl Drop for StopSignals {
-    /// Called once the server has stopped. The default action comes back
-    /// (when no other server watches) before this watch ends, so no signal
-    /// falls between the two unheeded.
-    fn drop(&mut self) {
-        Watchers::lock().ended();
-        self.handle.close();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+    use super::windows::on_console_event;
+    use crate::{Request, Response, Server};
+
+    #[test]
+    fn ctrl_c_stops_a_watching_server_once_then_is_passed_on() {
+        // Nobody watches: the event goes on to the next handler.
+        assert_eq!(on_console_event(CTRL_C_EVENT), FALSE);
+        let (entered, in_handler) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .stop_on_signals(true)
+            .spawn(move |_: &mut Request| {
+                entered.send(()).unwrap();
+                released.lock().unwrap().recv().unwrap();
+                Response::text("done")
+            })
+            .unwrap();
+        let mut client = std::net::TcpStream::connect(server.local_addr()).unwrap();
+        client.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        in_handler.recv().unwrap();
+        assert_eq!(on_console_event(CTRL_CLOSE_EVENT), FALSE, "only Ctrl-C and Ctrl-Break stop");
+        assert_eq!(on_console_event(CTRL_C_EVENT), TRUE, "the first Ctrl-C starts the stop");
+        assert_eq!(on_console_event(CTRL_C_EVENT), FALSE, "a second one while stopping ends the process");
+        release.send(()).unwrap();
+        let mut reply = String::new();
+        client.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.ends_with("\r\n\r\ndone"), "{reply}");
+        assert!(server.join(), "the server stopped gracefully");
+        assert_eq!(on_console_event(CTRL_C_EVENT), FALSE, "its watch ended with it");
     }
 }

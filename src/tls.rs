@@ -6,7 +6,6 @@
 //! connection parks.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
 use mio::event::Source;
@@ -63,9 +62,9 @@ pub(crate) struct TlsStream {
 }
 
 impl TlsStream {
-    pub(crate) fn new(sock: std::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
+    pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(TlsStream { sock: mio::net::TcpStream::from_std(sock), tls })
+        Ok(TlsStream { sock, tls })
     }
 
     /// Writes the records rustls holds; `WouldBlock` when the socket is full.
@@ -128,12 +127,6 @@ impl Write for TlsStream {
 
     fn flush(&mut self) -> io::Result<()> {
         self.write_records()
-    }
-}
-
-impl AsRawFd for TlsStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.as_raw_fd()
     }
 }
 

@@ -6,6 +6,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::SocketAddr;
+#[cfg(unix)]
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
@@ -100,6 +101,7 @@ fn max_connections_caps_open_connections_until_one_closes() {
 /// Run by `accept_backs_off_on_descriptor_exhaustion` in a child process
 /// with a low descriptor limit: serves, and answers `stats` on stdin.
 #[test]
+#[cfg(unix)]
 #[ignore = "run in a child process by accept_backs_off_on_descriptor_exhaustion"]
 fn emfile_child() {
     if std::env::var_os("HTTPOOL_EMFILE_CHILD").is_none() {
@@ -121,11 +123,13 @@ fn emfile_child() {
     server.shutdown();
 }
 
+#[cfg(unix)]
 struct Child {
     process: std::process::Child,
     out: BufReader<std::process::ChildStdout>,
 }
 
+#[cfg(unix)]
 impl Child {
     /// The next line of ours (the test harness prints its own too).
     fn line(&mut self, prefix: &str) -> String {
@@ -156,6 +160,7 @@ impl Child {
 }
 
 #[test]
+#[cfg(unix)] // Needs `sh` and `ulimit -n`; Windows has no descriptor limit to hit.
 fn accept_backs_off_on_descriptor_exhaustion() {
     let exe = std::env::current_exe().unwrap();
     let mut process = Command::new("sh")
@@ -284,9 +289,7 @@ fn shutdown_under_load_completes_every_request_in_flight() {
 #[test]
 fn two_thousand_idle_connections_do_not_slow_a_new_client() {
     const IDLE: usize = 2000;
-    let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
-    let want = (2 * IDLE as u64 + 256).max(soft);
-    rlimit::setrlimit(rlimit::Resource::NOFILE, want.min(hard), hard).unwrap();
+    common::allow_descriptors(2 * IDLE as u64 + 256);
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(4)

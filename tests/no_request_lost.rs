@@ -255,8 +255,7 @@ fn shutdown_answers_a_request_whose_head_is_still_arriving() {
 fn every_request_sent_before_shutdown_is_answered() {
     use std::io::{Read, Write};
     const CONNS: usize = 800;
-    let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
-    rlimit::setrlimit(rlimit::Resource::NOFILE, (2 * CONNS as u64 + 256).max(soft).min(hard), hard).unwrap();
+    common::allow_descriptors(2 * CONNS as u64 + 256);
     // No idle timeout: on a loaded machine the first connections can sit
     // idle for seconds while the test reads 800 answers, and must still be
     // open when their second request comes.
@@ -381,4 +380,36 @@ fn repeated_shutdowns_lose_no_request_sent_before_them() {
     }
     assert!(before > ROUNDS * 200, "only {before} requests were sent before the shutdowns");
     assert_eq!(lost, 0, "{lost} of {before} requests sent before shutdown were not answered");
+}
+
+/// A connection that parked because a read would block is served again
+/// when bytes arrive, however often that happens: a head in three pieces, a
+/// body after its head, and the next request on the kept-alive connection,
+/// each sent only once the server has parked the connection. (On Windows,
+/// mio watches a socket again only after a read through it would block: a
+/// connection parked after a short read is never woken.)
+#[test]
+fn a_connection_parked_after_a_read_would_block_is_woken_by_each_arrival() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(|req: &mut Request| {
+            let body = req.read_body_string(16).unwrap();
+            Response::text(format!("{} {body}", req.path()))
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    let parked = |n: u64| wait_for(&server, "the connection to park", |s| s.parked == 1 && s.requests == n);
+    for round in 0..3u64 {
+        for piece in [&b"POST /a HTTP/1.1\r\nHo"[..], b"st: t\r\nContent-Le", b"ngth: 2\r\n\r\n"] {
+            send(&mut conn, piece);
+            parked(round);
+        }
+        send(&mut conn, b"ok");
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!((reply.status, reply.body), (200, b"/a ok".to_vec()));
+        // Then it parks again, idle, until the next round's first piece.
+        parked(round + 1);
+    }
+    assert!(server.shutdown());
 }

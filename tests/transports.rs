@@ -3,10 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
-
-use common::{PATIENCE, connect, get, read_reply, send};
+use common::{connect, get, read_reply, send};
 use httpool::{Request, Response, Server};
 
 fn peer_handler(req: &mut Request) -> Response {
@@ -40,7 +37,13 @@ fn serves_a_listener_bound_by_the_caller() {
 }
 
 #[test]
+#[cfg(unix)] // Unix domain sockets are Unix only.
 fn serves_a_unix_domain_socket() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    use common::PATIENCE;
+
     let dir = std::env::temp_dir().join(format!("httpool-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("sock");
@@ -77,7 +80,7 @@ mod tls {
     use httpool::{Request, Response, Server};
     use rustls::pki_types::{CertificateDer, ServerName};
 
-    use super::PATIENCE;
+    use crate::common::PATIENCE;
 
     /// A server certificate for `localhost`, and a client that trusts it.
     fn setup() -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>) {

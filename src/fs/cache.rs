@@ -14,9 +14,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::sys::FileStamp;
 
 /// Most entries kept: with their paths and headers, a few hundred KiB.
 pub(crate) const MAX_ENTRIES: usize = 4096;
@@ -30,15 +31,13 @@ pub(crate) const MAX_FILE_IN_MEMORY: u64 = 32 * 1024;
 /// file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FileId {
-    dev: u64,
-    ino: u64,
+    stamp: FileStamp,
     pub(crate) len: u64,
-    mtime: (i64, i64),
 }
 
 impl FileId {
     pub(crate) fn of(meta: &Metadata) -> FileId {
-        FileId { dev: meta.dev(), ino: meta.ino(), len: meta.len(), mtime: (meta.mtime(), meta.mtime_nsec()) }
+        FileId { stamp: FileStamp::of(meta), len: meta.len() }
     }
 }
 
@@ -127,7 +126,7 @@ mod tests {
     fn entry(bytes: usize) -> Arc<Entry> {
         Arc::new(Entry {
             path: PathBuf::from("/x"),
-            id: FileId { dev: 1, ino: 2, len: bytes as u64, mtime: (3, 4) },
+            id: FileId { stamp: FileStamp::fake(1), len: bytes as u64 },
             modified: std::time::UNIX_EPOCH,
             etag: String::new(),
             last_modified: String::new(),

@@ -23,7 +23,7 @@ pub(crate) struct Target<'a> {
 pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
     let rest = raw.strip_prefix('/').ok_or(400u16)?;
     let dir = rest.is_empty() || rest.ends_with('/');
-    if is_plain(rest) {
+    if is_plain(rest) && !rest.split('/').any(crate::sys::names_another_file) {
         return Ok(Target { rel: Cow::Borrowed(rest.strip_suffix('/').unwrap_or(rest)), dir });
     }
     let mut rel = String::with_capacity(rest.len());
@@ -34,6 +34,7 @@ pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
             ".." => return Err(403),
             s if s.contains(['/', '\\', '\0']) => return Err(403),
             s if s.starts_with('.') && !hidden => return Err(404),
+            s if crate::sys::names_another_file(s) => return Err(404),
             s => {
                 if !rel.is_empty() {
                     rel.push('/');

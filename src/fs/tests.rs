@@ -1,6 +1,7 @@
 //! ServeDir through handler calls: exact statuses, headers and bodies.
 
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -280,6 +281,7 @@ fn traversal_is_refused() {
 }
 
 #[test]
+#[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
 fn symlinks_may_not_lead_out_of_the_root() {
     let (tmp, dir) = site();
     symlink(tmp.0.join("outside/secret.txt"), tmp.0.join("site/leak.txt")).unwrap();
@@ -291,6 +293,7 @@ fn symlinks_may_not_lead_out_of_the_root() {
 }
 
 #[test]
+#[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
 fn a_remembered_file_swapped_for_a_symlink_out_is_refused() {
     let (tmp, dir) = site();
     assert_eq!(get(&dir, "/hello.txt", "").status, 200);
@@ -315,6 +318,7 @@ fn an_edited_file_is_read_again() {
 }
 
 #[test]
+#[cfg(unix)] // mkfifo(1); Windows has no FIFOs in the file system.
 fn only_regular_files_are_served() {
     let (tmp, dir) = site();
     let fifo = tmp.0.join("site/pipe");

@@ -3,7 +3,6 @@
 //! is saturated, wrapping TLS, and closing the listener at shutdown.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,8 +27,6 @@ pub(crate) struct Accepting {
     /// `None` once closed at shutdown. Locked by accept passes (one at a
     /// time, so never contended) and by the close.
     listener: Mutex<Option<Listener>>,
-    /// Its descriptor, registered with every seat until the close.
-    fd: RawFd,
     /// Accept passes run on one thread at a time.
     one: OnePass,
     /// An accept was held back (saturated or paused): the next thread to
@@ -41,18 +38,12 @@ pub(crate) struct Accepting {
 
 impl Accepting {
     pub(crate) fn new(listener: Listener) -> Accepting {
-        let fd = listener.as_raw_fd();
         Accepting {
             listener: Mutex::new(Some(listener)),
-            fd,
             one: OnePass::default(),
             waiting: AtomicBool::new(false),
             paused_until: Mutex::new(None),
         }
-    }
-
-    pub(crate) fn fd(&self) -> RawFd {
-        self.fd
     }
 
     /// When an accept that waits for the end of a pause should run.
@@ -176,7 +167,7 @@ impl Shared {
     #[cfg(feature = "tls")]
     fn secure(&self, stream: Stream, peer: Peer) -> Option<Stream> {
         match (&self.config.tls, stream) {
-            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp, config.clone()) {
+            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp.into_mio(), config.clone()) {
                 Ok(tls) => Some(Stream::Tls(Box::new(tls))),
                 Err(e) => {
                     warn!("{peer}: starting TLS failed: {e}");
@@ -233,7 +224,7 @@ impl Shared {
         self.accept_until_empty(0, true);
         let mut listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
         for seat in &self.seats {
-            seat.forget(self.accepting.fd());
+            seat.forget_listener();
         }
         *listener = None;
     }

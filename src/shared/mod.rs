@@ -72,8 +72,8 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(config: Config, listener: Listener, seats: usize) -> io::Result<Shared> {
+        let seats = (0..seats.max(1)).map(|_| Seat::new(listener.watch()?)).collect::<io::Result<Vec<_>>>()?;
         let accepting = Accepting::new(listener);
-        let seats = (0..seats.max(1)).map(|_| Seat::new(accepting.fd())).collect::<io::Result<Vec<_>>>()?;
         let engine = Engine::new(seats.len(), config.workers, config.max_workers, config.worker_idle_timeout);
         Ok(Shared {
             config,
@@ -144,6 +144,9 @@ impl Shared {
             if let Some(monitor) = self.monitor.get() {
                 monitor.unpark();
             }
+        }
+        if listener_ready {
+            self.seats[seat].rearm_listener();
         }
         if listener_ready || self.take_accept_waiting() {
             self.accept(seat);
@@ -291,18 +294,31 @@ impl Shared {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::io::Write;
-    use std::os::unix::net::UnixStream;
+    use std::net::TcpStream;
 
     use super::{Conn, HandOver, Shared, Work};
     use crate::config::Config;
     use crate::conn::ConnState;
     use crate::net::{Listener, Peer, Stream};
+    use crate::sys::TcpConn;
+
+    /// Who the test connections come from.
+    const PEER: Peer =
+        Peer::Ip(std::net::SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 1)));
 
     /// A connected socket, for tests that need a `Conn` to move around.
     pub(crate) fn conn_pair() -> (Stream, Peer) {
-        let (a, _b) = UnixStream::pair().unwrap();
-        a.set_nonblocking(true).unwrap();
-        (Stream::Unix(mio::net::UnixStream::from_std(a)), Peer::Local)
+        (socket_pair().0, PEER)
+    }
+
+    /// Our end of a loopback connection, as the listener hands it over, and
+    /// the client's end.
+    pub(crate) fn socket_pair() -> (Stream, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let theirs = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (ours, _) = listener.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        (Stream::Tcp(TcpConn::accepted(mio::net::TcpStream::from_std(ours))), theirs)
     }
 
     /// A hub over a listener nobody connects to, with `seats` seats.
@@ -313,13 +329,11 @@ pub(crate) mod tests {
 
     /// Admits a connection at `seat` and parks it idle (registered with the
     /// seat, as after its first request); returns the client's end.
-    fn park_idle(shared: &Shared, seat: usize) -> UnixStream {
-        let (ours, theirs) = UnixStream::pair().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+    fn park_idle(shared: &Shared, seat: usize) -> TcpStream {
+        let (stream, theirs) = socket_pair();
         let conn = {
             let mut hub = shared.engine.lock();
-            Conn::new(stream, Peer::Local, ConnState::default(), hub.slots.take(), seat)
+            Conn::new(stream, PEER, ConnState::default(), hub.slots.take(), seat)
         };
         assert!(shared.park(conn).is_none(), "nothing to read yet: it parks");
         theirs
@@ -334,7 +348,7 @@ pub(crate) mod tests {
     fn the_shutdown_sweep_moves_every_connection_with_a_request_to_a_ready_list() {
         const CONNS: usize = 300;
         let shared = hub(1);
-        let clients: Vec<UnixStream> = (0..CONNS).map(|_| park_idle(&shared, 0)).collect();
+        let clients: Vec<TcpStream> = (0..CONNS).map(|_| park_idle(&shared, 0)).collect();
         assert_eq!(shared.engine.lock().slots.parked(), CONNS);
         // Every client sends a request before shutdown begins.
         for mut client in &clients {
@@ -357,12 +371,10 @@ pub(crate) mod tests {
     #[test]
     fn an_adoption_is_taken_by_an_idle_thread_not_by_a_busy_worker_passing_by() {
         let shared = hub(2);
-        let (ours, _theirs) = UnixStream::pair().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+        let (stream, _theirs) = socket_pair();
         {
             let mut hub = shared.engine.lock();
-            let conn = Conn::new(stream, Peer::Local, ConnState::default(), hub.slots.take(), 1);
+            let conn = Conn::new(stream, PEER, ConnState::default(), hub.slots.take(), 1);
             hub.board.push_ready(1, conn);
             // A thread asleep on the condvar (counted, as `next` counts it).
             hub.crew.went_idle();

@@ -18,11 +18,11 @@ use std::io;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use mio::{Events, Poll, Registry, Token, Waker};
 
 use super::slots::{Conn, Occupant};
 use super::{LISTENER, WAKER};
+use crate::sys::ListenerWatch;
 
 /// One readiness set and the means to wake whoever polls it.
 pub(crate) struct Seat {
@@ -31,6 +31,9 @@ pub(crate) struct Seat {
     poll: Mutex<SeatPoll>,
     registry: Registry,
     waker: Waker,
+    /// How this seat hears of new connections; locked by the thread that
+    /// polls the seat when the listener is reported, and at shutdown.
+    listener: Mutex<ListenerWatch>,
 }
 
 struct SeatPoll {
@@ -55,14 +58,19 @@ impl Polled<'_> {
 }
 
 impl Seat {
-    /// A readiness set watching the listener `listener_fd`: whichever
+    /// A readiness set watching the listener through `listener`: whichever
     /// worker is free accepts.
-    pub(crate) fn new(listener_fd: std::os::fd::RawFd) -> io::Result<Seat> {
+    pub(crate) fn new(mut listener: ListenerWatch) -> io::Result<Seat> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        registry.register(&mut SourceFd(&listener_fd), LISTENER, Interest::READABLE)?;
-        Ok(Seat { poll: Mutex::new(SeatPoll { poll, events: Events::with_capacity(256) }), registry, waker })
+        listener.register(&registry, LISTENER)?;
+        Ok(Seat {
+            poll: Mutex::new(SeatPoll { poll, events: Events::with_capacity(256) }),
+            registry,
+            waker,
+            listener: Mutex::new(listener),
+        })
     }
 
     pub(crate) fn registry(&self) -> &Registry {
@@ -88,9 +96,15 @@ impl Seat {
         }
     }
 
+    /// The seat reported the listener: watches it again before accepting
+    /// (see [`ListenerWatch::rearm`]).
+    pub(crate) fn rearm_listener(&self) {
+        self.listener.lock().unwrap_or_else(PoisonError::into_inner).rearm(&self.registry, LISTENER);
+    }
+
     /// Stops watching the listener (shutdown).
-    pub(crate) fn forget(&self, listener_fd: std::os::fd::RawFd) {
-        let _ = self.registry.deregister(&mut SourceFd(&listener_fd));
+    pub(crate) fn forget_listener(&self) {
+        self.listener.lock().unwrap_or_else(PoisonError::into_inner).forget(&self.registry);
     }
 }
 

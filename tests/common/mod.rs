@@ -144,3 +144,15 @@ pub fn httpool_threads() -> usize {
         .filter(|name| name.starts_with("httpool"))
         .count()
 }
+
+/// Lets this process open `n` descriptors (both ends of every test
+/// connection are in it). Windows has no such limit.
+pub fn allow_descriptors(n: u64) {
+    #[cfg(unix)]
+    {
+        let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).unwrap();
+        rlimit::setrlimit(rlimit::Resource::NOFILE, n.max(soft).min(hard), hard).unwrap();
+    }
+    #[cfg(not(unix))]
+    let _ = n;
+}

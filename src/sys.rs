@@ -1,0 +1,45 @@
+//! The platform layer: everything the server does differently on Unix and
+//! on Windows, behind one small interface, so that the engine (`shared`,
+//! `conn`, `pool`) reads the same everywhere.
+//!
+//! What differs:
+//!
+//! - **A connection's socket** ([`TcpConn`]). On Unix it is std's socket,
+//!   registered with its seat through its descriptor, so that Linux can
+//!   `sendfile` from a file to it. On Windows it is mio's own type: mio
+//!   emulates readiness there over the completion port and re-arms a source
+//!   only when an operation through that type returns `WouldBlock`, so every
+//!   read and write goes through it.
+//! - **Whether a short read empties the socket** ([`SHORT_READ_EMPTIES`]).
+//!   Under epoll and kqueue, a read that returns less than asked for has
+//!   emptied the socket, and the next bytes bring a new edge: a connection
+//!   may park. On Windows only `WouldBlock` re-arms the source, so the
+//!   engine reads until it sees one.
+//! - **How a seat hears of new connections** ([`ListenerWatch`]). On Unix
+//!   every seat registers the listener's descriptor (one socket, many
+//!   readiness sets). On Windows a socket is registered with one set at a
+//!   time, so each seat registers a handle of its own to the listening
+//!   socket, re-armed each time it reports a connection (the accepts go
+//!   through another handle, whose `WouldBlock` re-arms nothing).
+//! - Listener options: `TCP_NODELAY` inherited from the listener and
+//!   `TCP_DEFER_ACCEPT` on Linux, `SO_NOSIGPIPE` on Apple systems; Windows
+//!   sets `TCP_NODELAY` on each accepted socket, as macOS does.
+//! - `sendfile(2)` on Linux ([`send_file`]); elsewhere a buffered copy.
+//! - Files: opened without blocking on a FIFO (Unix), and a file's identity
+//!   for the `fs` cache ([`FileStamp`]).
+//! - On Linux with glibc, freed memory handed back after a burst
+//!   ([`give_back_free_memory`]) and `SCHED_BATCH` ([`schedule_as_batch`]).
+//!
+//! Unix domain sockets are Unix only (`Server::bind_unix`, `cfg(unix)`), and
+//! so is stopping on `SIGTERM`; Ctrl-C stops a server on every platform
+//! (`crate::signals`).
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub(crate) use unix::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;

@@ -1,0 +1,327 @@
+//! The Unix side of the platform layer (see `sys.rs`): Linux and macOS,
+//! other Unix systems through mio on a best-effort basis.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+use mio::event::Source;
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+
+/// A read that returns fewer bytes than asked for has emptied the socket:
+/// the next bytes bring a new readiness edge.
+pub(crate) const SHORT_READ_EMPTIES: bool = true;
+
+/// A TCP connection's socket: std's, registered through its descriptor, so
+/// that Linux can `sendfile` to it.
+#[derive(Debug)]
+pub(crate) struct TcpConn(std::net::TcpStream);
+
+impl TcpConn {
+    /// A connection as the listener accepted it.
+    pub(crate) fn accepted(stream: mio::net::TcpStream) -> TcpConn {
+        TcpConn(stream.into())
+    }
+
+    /// The socket as mio's type, for TLS (which needs no `sendfile`).
+    #[cfg(feature = "tls")]
+    pub(crate) fn into_mio(self) -> mio::net::TcpStream {
+        mio::net::TcpStream::from_std(self.0)
+    }
+
+    pub(crate) fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.0.set_nodelay(on)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn nodelay(&self) -> io::Result<bool> {
+        self.0.nodelay()
+    }
+
+    pub(crate) fn shutdown_write(&self) -> io::Result<()> {
+        self.0.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+impl AsFd for TcpConn {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+impl Read for TcpConn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for TcpConn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Source for TcpConn {
+    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
+        SourceFd(&self.0.as_raw_fd()).register(registry, token, interests)
+    }
+
+    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
+        SourceFd(&self.0.as_raw_fd()).reregister(registry, token, interests)
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        SourceFd(&self.0.as_raw_fd()).deregister(registry)
+    }
+}
+
+/// What a seat registers to hear of new connections: the listener's
+/// descriptor itself (epoll and kqueue let one socket be in many sets).
+#[derive(Debug)]
+pub(crate) struct ListenerWatch(Option<RawFd>);
+
+impl ListenerWatch {
+    pub(crate) fn tcp(listener: &mio::net::TcpListener) -> io::Result<ListenerWatch> {
+        Ok(ListenerWatch(Some(listener.as_raw_fd())))
+    }
+
+    pub(crate) fn unix(listener: &mio::net::UnixListener) -> io::Result<ListenerWatch> {
+        Ok(ListenerWatch(Some(listener.as_raw_fd())))
+    }
+
+    pub(crate) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        match self.0 {
+            Some(fd) => SourceFd(&fd).register(registry, token, Interest::READABLE),
+            None => Ok(()),
+        }
+    }
+
+    /// After the seat reported the listener: nothing to do, the next
+    /// connection brings a new edge.
+    pub(crate) fn rearm(&mut self, _: &Registry, _: Token) {}
+
+    /// Stops watching, for good (the listener is about to close).
+    pub(crate) fn forget(&mut self, registry: &Registry) {
+        if let Some(fd) = self.0.take() {
+            let _ = SourceFd(&fd).deregister(registry);
+        }
+    }
+}
+
+/// How a listener was set up, and what its connections need.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListenerSetup {
+    /// The kernel hands over a connection only once its first bytes have
+    /// arrived (see [`defer_accept`]).
+    pub(crate) deferred: bool,
+    /// Accepted sockets inherit `TCP_NODELAY` from the listener.
+    pub(crate) nodelay_inherited: bool,
+}
+
+/// Makes `listener` non-blocking, and on Linux sets `TCP_NODELAY` once for
+/// every connection it accepts (they inherit it), saving a system call per
+/// connection, and defers accepts until the client has sent something (see
+/// [`defer_accept`]). Elsewhere, and on Linux built with
+/// `--cfg httpool_portable` (macOS's paths, tested on Linux CI),
+/// `TCP_NODELAY` is set on each accepted socket and accepts are not
+/// deferred.
+pub(crate) fn set_up_tcp_listener(listener: &std::net::TcpListener) -> io::Result<ListenerSetup> {
+    listener.set_nonblocking(true)?;
+    no_sigpipe(listener)?;
+    #[cfg(all(target_os = "linux", not(httpool_portable)))]
+    {
+        rustix::net::sockopt::set_tcp_nodelay(listener, true)?;
+        Ok(ListenerSetup { deferred: defer_accept(listener).is_ok(), nodelay_inherited: true })
+    }
+    #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+    Ok(ListenerSetup { deferred: false, nodelay_inherited: false })
+}
+
+/// Makes a Unix domain listener non-blocking, and on Apple systems never
+/// raising `SIGPIPE` (see [`no_sigpipe`]).
+pub(crate) fn set_up_unix_listener(listener: &std::os::unix::net::UnixListener) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    no_sigpipe(listener)
+}
+
+/// Sets `SO_NOSIGPIPE` on Apple systems, where a write to a connection the
+/// peer has reset otherwise raises `SIGPIPE` (Linux: std sends with
+/// `MSG_NOSIGNAL`), and the default action of that signal ends the process.
+/// Rust's `main` ignores it, but a host process (a C program embedding a
+/// Rust library, a listener handed over by launchd) may not. Sockets std
+/// creates have it set already; one made elsewhere may not. Accepted
+/// sockets inherit it from the listener (XNU's `sonewconn` copies it).
+#[cfg(target_vendor = "apple")]
+fn no_sigpipe(listener: &impl AsFd) -> io::Result<()> {
+    Ok(rustix::net::sockopt::set_socket_nosigpipe(listener, true)?)
+}
+
+#[cfg(not(target_vendor = "apple"))]
+fn no_sigpipe(_: &impl AsFd) -> io::Result<()> {
+    Ok(())
+}
+
+/// How long the kernel holds a silent new connection back: after this it
+/// hands it over anyway, and the head deadline applies as usual.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+const DEFER_ACCEPT_SECS: libc::c_int = 1;
+
+/// Sets `TCP_DEFER_ACCEPT` (tcp(7)): the kernel completes the handshake but
+/// queues the connection for `accept` only when its first bytes arrive (or
+/// [`DEFER_ACCEPT_SECS`] pass). A new connection then needs no readiness
+/// registration and no wake-up before its first read, which measured 22.7
+/// against 30.1 µs of server CPU per connection without keep-alive
+/// (`wrk -t2 -c64`, 2 cores) and 1.17× the requests per second. A
+/// connection that never sends costs no slot, no descriptor and no timer
+/// until the kernel lets it through.
+///
+/// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
+/// hence `unsafe` (one of three blocks in the crate, all in this file).
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[allow(unsafe_code)]
+fn defer_accept(listener: &std::net::TcpListener) -> io::Result<()> {
+    let secs = DEFER_ACCEPT_SECS;
+    // SAFETY: setsockopt(2) reads exactly `optlen` bytes from `optval`,
+    // which points at `secs`, a live `c_int` on this stack frame of that
+    // size; the descriptor is the listener's own, open while it is borrowed.
+    // The call writes no memory of ours.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&raw const secs).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Sends up to `*left` bytes of `file` from its current position with
+/// `sendfile(2)` until the socket is full, counting down `left`: `Some`
+/// (true once all are sent) on Linux, `None` where the caller must copy
+/// (elsewhere, and under `--cfg httpool_portable`, which takes macOS's
+/// path).
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+pub(crate) fn send_file(sock: &TcpConn, file: &mut File, left: &mut u64) -> Option<io::Result<bool>> {
+    use std::io::{Seek, SeekFrom};
+    let mut send = || {
+        let mut offset = file.stream_position()?;
+        let sent = loop {
+            if *left == 0 {
+                break true;
+            }
+            let count = usize::try_from(*left).unwrap_or(usize::MAX).min(1 << 30);
+            match rustix::fs::sendfile(sock, &*file, Some(&mut offset), count) {
+                Ok(0) => {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response length"));
+                }
+                Ok(n) => *left -= n as u64,
+                Err(rustix::io::Errno::AGAIN) => break false,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        // `sendfile` with an offset leaves the file's position alone.
+        if !sent {
+            file.seek(SeekFrom::Start(offset))?;
+        }
+        Ok(sent)
+    };
+    Some(send())
+}
+
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn send_file(_: &TcpConn, _: &mut File, _: &mut u64) -> Option<io::Result<bool>> {
+    None
+}
+
+/// True when a path segment names another file than its plain reading
+/// says: never on Unix.
+#[cfg(feature = "fs")]
+pub(crate) fn names_another_file(_: &str) -> bool {
+    false
+}
+
+#[cfg(feature = "fs")]
+/// Opens a file to serve, without blocking on a FIFO swapped in after the
+/// check (`O_NONBLOCK` does nothing to a regular file).
+pub(crate) fn open_file(path: &std::path::Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+}
+
+#[cfg(feature = "fs")]
+/// Which file, in which version: device, inode, and modification time to
+/// the nanosecond (the length is compared besides).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+}
+
+#[cfg(feature = "fs")]
+impl FileStamp {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp { dev: meta.dev(), ino: meta.ino(), mtime: (meta.mtime(), meta.mtime_nsec()) }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fake(n: u64) -> FileStamp {
+        FileStamp { dev: n, ino: n, mtime: (n as i64, 0) }
+    }
+}
+
+/// Once the last extra thread retires, glibc is asked to give the memory
+/// the extra threads freed back to the system: it keeps freed memory in
+/// per-thread arenas otherwise (`testolope` 12 s after 256 blocking
+/// connections went away: resident 7.3 MiB without this, 4.2–5.3 MiB with
+/// it; 2.3 MiB before the load). Walks glibc's arenas only (a program with
+/// another global allocator gives that nothing back this way, and loses
+/// nothing).
+///
+/// Neither std nor rustix wraps malloc_trim(3), hence `unsafe`. Not under
+/// `--cfg httpool_portable`, which takes macOS's path (no such call).
+#[cfg(all(target_os = "linux", target_env = "gnu", not(httpool_portable)))]
+#[allow(unsafe_code)]
+pub(crate) fn give_back_free_memory() {
+    // SAFETY: malloc_trim takes no pointer and touches only memory glibc's
+    // allocator owns and has marked free, under each arena's lock; it may be
+    // called from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(httpool_portable))))]
+pub(crate) fn give_back_free_memory() {}
+
+/// Puts the calling thread under `SCHED_BATCH`
+/// ([`Server::batch_scheduling`](crate::Server::batch_scheduling)).
+///
+/// Neither std nor rustix wraps sched_setscheduler(2), hence `unsafe`; what
+/// it buys is measured in BENCHMARKS.md. Not under
+/// `--cfg httpool_portable`, which takes macOS's path (no policy change).
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[allow(unsafe_code)]
+pub(crate) fn schedule_as_batch() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler(2) only reads the one `sched_param` behind
+    // the pointer, which points at `param`, alive on this frame for the
+    // whole call; pid 0 names the calling thread. It writes no memory of
+    // ours.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &raw const param) };
+    if rc != 0 {
+        warn!("running the worker under SCHED_BATCH failed: {}", io::Error::last_os_error());
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn schedule_as_batch() {}
