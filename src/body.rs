@@ -20,7 +20,6 @@ pub(crate) const MAX_TRAILER_BYTES: usize = 8192;
 
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-
 /// `now + d`, or a century from now when `d` is too large to add (a
 /// timeout of `Duration::MAX` means no limit).
 fn far_after(now: Instant, d: Duration) -> Instant {

@@ -151,7 +151,8 @@ pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan
     };
     let version = if minor == 1 { Version::Http11 } else { Version::Http10 };
     let line = RequestLine { method, target, version };
-    complete_head(buf, len, line, req.headers, limits, spans).map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
+    complete_head(buf, len, line, req.headers, limits, spans)
+        .map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
 }
 
 /// The checks on a complete head, and the [`Head`] they yield.
@@ -228,7 +229,13 @@ struct RequestLine<'b> {
 /// `max_head_bytes` is a 431; a request line over the line limit
 /// ([`partial`]), or a target over `max_uri_bytes`, a 414. `line_end`: the
 /// offset of the request line's LF in `buf`.
-fn check_sizes(buf: &[u8], len: usize, line_end: usize, line: &RequestLine<'_>, limits: &Limits) -> Result<(), ParseError> {
+fn check_sizes(
+    buf: &[u8],
+    len: usize,
+    line_end: usize,
+    line: &RequestLine<'_>,
+    limits: &Limits,
+) -> Result<(), ParseError> {
     // The request line starts with its method, after any empty lines.
     let lead = span(buf, line.method.as_bytes()).0 as usize;
     if len - lead > limits.max_head_bytes {
@@ -345,7 +352,8 @@ fn parse_legacy_head(
         Ok(httparse::Status::Complete(done)) => done,
         Ok(httparse::Status::Partial) => return partial(buf, limits).map(|()| None),
         Err(e) => {
-            let refuses = |prefix: &[u8]| prefix.len() > fields_start && fields_refused(&prefix[fields_start..], limits);
+            let refuses =
+                |prefix: &[u8]| prefix.len() > fields_start && fields_refused(&prefix[fields_start..], limits);
             return Err(refused_by_httparse(buf, e, limits, refuses));
         }
     };
@@ -356,8 +364,9 @@ fn parse_legacy_head(
     let len = fields_start + fields_len;
     let line = RequestLine { method, target, version: Version::Http10 };
     // The line ends with CRLF (checked above).
-    (check_sizes(buf, len, fields_start - 1, &line, limits).and_then(|()| finish_head(buf, len, line, headers, limits, spans)))
-        .map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
+    (check_sizes(buf, len, fields_start - 1, &line, limits)
+        .and_then(|()| finish_head(buf, len, line, headers, limits, spans)))
+    .map_err(|e| earlier_problem(buf, len, limits).unwrap_or(e))
 }
 
 /// True when httparse refuses `prefix` as the start of a field section.
@@ -417,9 +426,11 @@ pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
             Downgrade::Rewritten
         }
         // httparse refuses `HTTP/1.2` as soon as the minor digit is in.
-        ([b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9'] | [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9', b'\r'], false) => {
-            Downgrade::Unfinished
-        }
+        (
+            [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9']
+            | [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9', b'\r'],
+            false,
+        ) => Downgrade::Unfinished,
         _ => Downgrade::Refused,
     }
 }

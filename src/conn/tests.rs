@@ -560,7 +560,10 @@ fn shutting_down_does_not_wait_for_a_pipelined_request_still_arriving() {
     io.release();
     assert_eq!(s.serve(&mut io), Next::Close);
     let wire = redact_dates(&io.written);
-    assert_eq!(wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        wire,
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
     assert!(io.shut_write, "a lingering close");
 }
 
@@ -1241,7 +1244,11 @@ fn a_request_line_past_the_line_limit_after_empty_lines_is_answered_at_once() {
         io.io.release();
         s.serve(&mut io);
         let wire = redact_dates(&io.io.written);
-        assert!(wire.starts_with("HTTP/1.1 414 "), "reads of at most {max}: {wire:?}, {} bytes unparsed", s.conn.unparsed().len());
+        assert!(
+            wire.starts_with("HTTP/1.1 414 "),
+            "reads of at most {max}: {wire:?}, {} bytes unparsed",
+            s.conn.unparsed().len()
+        );
     }
 }
 

@@ -304,7 +304,9 @@ fn a_head_gets_the_same_verdict_at_every_point_it_may_be_parsed() {
         };
         let mut buf = Vec::new();
         buf.extend_from_slice([&b""[..], b"", b"\r\n", b"\n"][rand(4)]);
-        buf.extend_from_slice([&b"GET"[..], b"FOO", b"SOURCE", b"DESCRIBE", b"PRI", b"SETUP", b"POST", b"G\x01T"][rand(8)]);
+        buf.extend_from_slice(
+            [&b"GET"[..], b"FOO", b"SOURCE", b"DESCRIBE", b"PRI", b"SETUP", b"POST", b"G\x01T"][rand(8)],
+        );
         buf.push(b' ');
         match rand(6) {
             0 => buf.extend_from_slice(b"/\xff"),
@@ -315,15 +317,40 @@ fn a_head_gets_the_same_verdict_at_every_point_it_may_be_parsed() {
             }
         }
         buf.push(b' ');
-        buf.extend_from_slice([&b"HTTP/1.1"[..], b"HTTP/1.0", b"RTSP/1.0", b"RTSP/1.1", b"ICE/1.0", b"HTTP/2.0", b"RTSP/1.0X", b"HTTQ/1.1", b"HTTP/1.1 "][rand(9)]);
+        buf.extend_from_slice(
+            [
+                &b"HTTP/1.1"[..],
+                b"HTTP/1.0",
+                b"RTSP/1.0",
+                b"RTSP/1.1",
+                b"ICE/1.0",
+                b"HTTP/2.0",
+                b"RTSP/1.0X",
+                b"HTTQ/1.1",
+                b"HTTP/1.1 ",
+            ][rand(9)],
+        );
         buf.extend_from_slice([&b"\r\n"[..], b"\r\n", b"\r\n", b"\n", b"\r\r\n"][rand(5)]);
         for _ in 0..rand(6) {
             match rand(10) {
                 0 => buf.extend_from_slice(&[&b"X-Long: "[..], &b"v".repeat(rand(60)), b"\r\n"].concat()),
                 _ => buf.extend_from_slice(
-                    [&b"Host: a\r\n"[..], b"Expect: nope\r\n", b"Content-Length: 5\r\n", b"Content-Length: 6\r\n",
-                     b"Transfer-Encoding: chunked\r\n", b"Transfer-Encoding: foo\r\n", b"X: y\n", b"++\r\n", b" f\r\n",
-                     b"X: \x01\r\n", b"X: \xff\r\n", b"X: y\r\r\n", b"Connection: close\r\n", b"Host: a b\r\n"][rand(14)],
+                    [
+                        &b"Host: a\r\n"[..],
+                        b"Expect: nope\r\n",
+                        b"Content-Length: 5\r\n",
+                        b"Content-Length: 6\r\n",
+                        b"Transfer-Encoding: chunked\r\n",
+                        b"Transfer-Encoding: foo\r\n",
+                        b"X: y\n",
+                        b"++\r\n",
+                        b" f\r\n",
+                        b"X: \x01\r\n",
+                        b"X: \xff\r\n",
+                        b"X: y\r\r\n",
+                        b"Connection: close\r\n",
+                        b"Host: a b\r\n",
+                    ][rand(14)],
                 ),
             }
         }
@@ -358,7 +385,9 @@ fn a_head_gets_the_same_verdict_at_every_point_it_may_be_parsed() {
     }
     let report: Vec<String> = found
         .iter()
-        .map(|((ev, wv, sv), (buf, l, every))| format!("every {ev:?} whole {wv:?} some {sv:?} at {every:?} {l:?}: {:?}", String::from_utf8_lossy(buf)))
+        .map(|((ev, wv, sv), (buf, l, every))| {
+            format!("every {ev:?} whole {wv:?} some {sv:?} at {every:?} {l:?}: {:?}", String::from_utf8_lossy(buf))
+        })
         .collect();
     assert!(report.is_empty(), "{}", report.join("\n"));
 }

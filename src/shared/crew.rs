@@ -46,7 +46,16 @@ pub(crate) struct Crew {
 
 impl Crew {
     pub(crate) fn new(core: usize, max: usize) -> Crew {
-        Crew { core, max: max.max(core), live: 0, idle: 0, adoptions: Vec::with_capacity(core.max(1)), spawned: 0, retired: 0, retry_at: 0 }
+        Crew {
+            core,
+            max: max.max(core),
+            live: 0,
+            idle: 0,
+            adoptions: Vec::with_capacity(core.max(1)),
+            spawned: 0,
+            retired: 0,
+            retry_at: 0,
+        }
     }
 
     /// Counts a thread about to be started, if the bound allows.

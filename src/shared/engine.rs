@@ -57,7 +57,9 @@ pub(crate) enum Work<C> {
     Serve(C),
     /// Leave: an extra thread was idle for its whole timeout; `last` when
     /// no extra thread is left.
-    Retire { last: bool },
+    Retire {
+        last: bool,
+    },
     /// Leave: shutdown is done.
     Leave,
 }
