@@ -43,5 +43,9 @@ fn main() -> std::io::Result<()> {
         server = server.workers(workers);
     }
     eprintln!("testolope listening on http://{}/testolope", server.local_addr()?);
-    server.serve(testolope)
+    // Until SIGINT or SIGTERM (Ctrl-C on Windows): then every request
+    // already sent is answered before `serve` returns.
+    server.serve(testolope)?;
+    eprintln!("testolope stopped");
+    Ok(())
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The crate on Windows, under Wine: clippy for x86_64-pc-windows-gnu, the
+# test suite (`cargo test`, then with all features), and examples/testolope
+# served to curl and wrk and stopped with Ctrl-C.
+# Installs what it needs: mingw-w64, wine64, the target's std, and the
+# ProcessPrng shim Debian's Wine 8 lacks (ci/wine/, built here).
+#
+#   bash ci/windows.sh          everything
+#   bash ci/windows.sh test     the test suite only
+#   bash ci/windows.sh serve    testolope only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target=x86_64-pc-windows-gnu
+what=${1:-all}
+
+need_apt=()
+command -v x86_64-w64-mingw32-gcc >/dev/null || need_apt+=(mingw-w64)
+command -v wine >/dev/null || need_apt+=(wine64 wine)
+command -v curl >/dev/null || need_apt+=(curl)
+command -v wrk >/dev/null || need_apt+=(wrk)
+if ((${#need_apt[@]})); then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+
+# A Wine prefix of our own, with the shim: Rust's std (1.78 on) seeds its
+# hash maps from ProcessPrng (bcryptprimitives.dll), which Wine 8 lacks.
+export WINEPREFIX="$PWD/target/wine-prefix" WINEDEBUG=-all WINEDLLOVERRIDES="bcryptprimitives=n;mscoree=;mshtml="
+shim="$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+if [[ ! -f "$shim" || ci/wine/bcryptprimitives.c -nt "$shim" ]]; then
+    mkdir -p "$WINEPREFIX"
+    wineboot --init >/dev/null 2>&1
+    x86_64-w64-mingw32-gcc -O2 -shared -o "$shim" ci/wine/bcryptprimitives.c ci/wine/bcryptprimitives.def
+fi
+# Wine's server outlives each program by default; one for the whole run.
+wineserver --persistent=60 2>/dev/null || true
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
+
+if [[ $what == all || $what == test ]]; then
+    echo "== clippy for $target"
+    cargo clippy --target "$target" --all-targets --all-features -- -D warnings
+    echo "== cargo test for $target, under Wine"
+    cargo test --target "$target"
+    echo "== cargo test --all-features for $target, under Wine"
+    cargo test --target "$target" --all-features
+fi
+
+if [[ $what == all || $what == serve ]]; then
+    echo "== testolope for $target, under Wine"
+    cargo build --release --target "$target" --example testolope
+    log=$(mktemp)
+    port=18090
+    wine "target/$target/release/examples/testolope.exe" "127.0.0.1:$port" >"$log" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$port/testolope" && break
+        sleep 0.2
+    done
+    body=$(curl -sS "http://127.0.0.1:$port/testolope")
+    nokeep=$(curl -sS -D - -o /dev/null "http://127.0.0.1:$port/testolope-nokeepalive" | tr -d '\r')
+    echo "keep-alive: $body"
+    grep -qi '^connection: close' <<<"$nokeep" || { echo "windows: /testolope-nokeepalive did not close" >&2; exit 1; }
+    for path in testolope testolope-nokeepalive; do
+        out=$(wrk -t2 -c16 -d3s "http://127.0.0.1:$port/$path")
+        echo "$out" | grep -E 'Requests/sec|Latency|Socket errors|Non-2xx' || true
+        if grep -q 'Socket errors\|Non-2xx' <<<"$out"; then
+            echo "windows: wrk saw errors on /$path" >&2
+            exit 1
+        fi
+    done
+    # Ctrl-C (Wine turns SIGINT into the console's CTRL_C_EVENT) with a
+    # request in the handler: it is answered, and the process exits 0.
+    exec 3<>"/dev/tcp/127.0.0.1/$port"
+    printf 'GET /sleep HTTP/1.1\r\nHost: t\r\n\r\n' >&3
+    kill -INT "$server"
+    reply=$(timeout 20 cat <&3 | tr -d '\r' || true)
+    exec 3<&-
+    status=0
+    timeout 30 tail --pid="$server" -f /dev/null || true
+    wait "$server" || status=$?
+    cat "$log"
+    grep -q '^HTTP/1.1 200 OK' <<<"$reply" && grep -q 'Slept$' <<<"$reply" ||
+        { echo "windows: the request in flight at Ctrl-C was not answered: $reply" >&2; exit 1; }
+    grep -q 'testolope stopped' "$log" || { echo "windows: Ctrl-C did not stop testolope gracefully" >&2; exit 1; }
+    [[ $status == 0 ]] || { echo "windows: testolope exited with $status after Ctrl-C" >&2; exit 1; }
+    echo "windows: testolope served and stopped on Ctrl-C"
+fi
