@@ -20,6 +20,14 @@
 #      the body on a worker is held until its 60 s body_timeout: the worst
 #      case), for SECONDS. A server that cuts each connection off after 10 s
 #      has about 1,200 open at once; one that does not, more.
+#   3. large slow bodies (-B) against examples/echo: as 2, but with
+#      Content-Length LARGEBODY_SIZE (default 500000: far more than a parked
+#      connection collects, so the handler reads it on a worker) and
+#      LARGEBODY_CONNS connections (default 2000) opened at LARGEBODY_RATE a
+#      second (default 200), a few bytes every SLOWBODY_INTERVAL seconds.
+#      This took the server down before body reads had a least rate
+#      (body_min_rate) and a bound on the workers waiting on them
+#      (max_body_waits): 515 threads, every probe unanswered.
 #
 # During each attack the tool probes the server itself (-p 2: a probe not
 # answered within 2 s makes it print "service available: NO"; its CSV, -g
@@ -30,8 +38,9 @@
 #   SECONDS_PER_ATTACK=20 SLOWBODY_RATE=20 bash ci/slow.sh
 #
 # Environment: SECONDS_PER_ATTACK (60), SLOWLORIS_RATE (150),
-# SLOWLORIS_INTERVAL (2), SLOWBODY_RATE (120),
-# SLOWBODY_INTERVAL (5), PORT_BASE (19201; uses it and the next), OUT
+# SLOWLORIS_INTERVAL (2), SLOWBODY_RATE (120), SLOWBODY_INTERVAL (5),
+# LARGEBODY_SIZE (500000), LARGEBODY_CONNS (2000), LARGEBODY_RATE (200),
+# PORT_BASE (19201; uses it and the next two), OUT
 # (directory for the tool's CSV/HTML and the probe logs; a new one under
 # /tmp), CARGO_TARGET_DIR (target), SKIP_BUILD (0).
 #
@@ -46,6 +55,9 @@ SLOWLORIS_RATE=${SLOWLORIS_RATE:-150}
 SLOWLORIS_INTERVAL=${SLOWLORIS_INTERVAL:-2}
 SLOWBODY_RATE=${SLOWBODY_RATE:-120}
 SLOWBODY_INTERVAL=${SLOWBODY_INTERVAL:-5}
+LARGEBODY_SIZE=${LARGEBODY_SIZE:-500000}
+LARGEBODY_CONNS=${LARGEBODY_CONNS:-2000}
+LARGEBODY_RATE=${LARGEBODY_RATE:-200}
 PORT_BASE=${PORT_BASE:-19201}
 TARGET=${CARGO_TARGET_DIR:-target}
 OUT=${OUT:-$(mktemp -d /tmp/slow.XXXXXX)}
@@ -216,6 +228,11 @@ attack slowloris testolope "$PORT_BASE" "http://127.0.0.1:$PORT_BASE/testolope" 
 port=$((PORT_BASE + 1))
 attack slowbody echo "$port" -d ping "http://127.0.0.1:$port/" -- \
     -B -c $((SLOWBODY_RATE * L)) -r "$SLOWBODY_RATE" -i "$SLOWBODY_INTERVAL" -s 8192 -x 10 \
+    -u "http://127.0.0.1:$port/"
+
+port=$((PORT_BASE + 2))
+attack largebody echo "$port" -d ping "http://127.0.0.1:$port/" -- \
+    -B -c "$LARGEBODY_CONNS" -r "$LARGEBODY_RATE" -i "$SLOWBODY_INTERVAL" -s "$LARGEBODY_SIZE" -x 10 \
     -u "http://127.0.0.1:$port/"
 
 echo

@@ -8,6 +8,26 @@ use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use crate::io::{Transport, read_wait, write_all_wait};
+
+/// One read of body bytes, waiting up to `timeout` for them. A worker that
+/// must wait takes one of the places for body waits
+/// ([`Transport::begin_body_wait`]); with none left the read fails at once
+/// (`ResourceBusy`), so slow uploads cannot hold every thread.
+fn read_body_bytes(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
+    loop {
+        match io.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            done => return done,
+        }
+    }
+    if !io.begin_body_wait() {
+        return Err(BodyError::Busy.into_io());
+    }
+    let read = read_wait(io, buf, timeout);
+    io.end_body_wait();
+    read
+}
 use crate::proto::{BodyKind, is_tchar};
 
 /// Bound on the chunk-extension bytes of one body: extensions carry nothing
@@ -35,8 +55,12 @@ pub(crate) enum BodyError {
     Malformed,
     /// More than `max_body_bytes`: 413.
     TooLarge,
-    /// The client stopped sending for longer than the read timeout: 408.
+    /// The client stopped sending for longer than the read timeout, or sent
+    /// slower than the least rate: 408.
     TimedOut,
+    /// As many workers as allowed wait on request bodies already
+    /// (`Server::max_body_waits`): 503.
+    Busy,
     /// The client closed or the socket failed: no response is possible.
     Io,
 }
@@ -47,6 +71,7 @@ impl BodyError {
             BodyError::Malformed => Some(400),
             BodyError::TooLarge => Some(413),
             BodyError::TimedOut => Some(408),
+            BodyError::Busy => Some(503),
             BodyError::Io => None,
         }
     }
@@ -56,6 +81,7 @@ impl BodyError {
             BodyError::Malformed => (io::ErrorKind::InvalidData, "malformed chunked body"),
             BodyError::TooLarge => (io::ErrorKind::InvalidData, "request body over the size limit"),
             BodyError::TimedOut => (io::ErrorKind::TimedOut, "request body read timed out"),
+            BodyError::Busy => (io::ErrorKind::ResourceBusy, "too many workers wait on request bodies"),
             BodyError::Io => (io::ErrorKind::UnexpectedEof, "request body cut short"),
         };
         io::Error::new(kind, text)
@@ -242,12 +268,14 @@ enum Decoding {
 
 /// A request body as `impl Read`.
 ///
-/// Each read waits for the client up to the server's body read timeout, and
-/// the whole body must arrive within the body timeout. The first read sends
-/// `100 Continue` when the client asked for it. Errors: the framing was
-/// malformed or over the size limit (`InvalidData`), the client was too slow
-/// (`TimedOut`), or it went away (`UnexpectedEof`); after an error the server
-/// answers with the matching status (400, 413, 408) and closes.
+/// Each read waits for the client up to the server's body read timeout, the
+/// waits add up to no more than the least rate allows, and the whole body
+/// must arrive within the body timeout. The first read sends `100 Continue`
+/// when the client asked for it. Errors: the framing was malformed or over
+/// the size limit (`InvalidData`), the client was too slow (`TimedOut`), too
+/// many workers wait on request bodies already (`ResourceBusy`), or the
+/// client went away (`UnexpectedEof`); after an error the server answers
+/// with the matching status (400, 413, 408, 503) and closes.
 pub struct Body<'a> {
     io: &'a mut dyn Transport,
     /// The connection's buffer after the head: `buf[pos..end]` are bytes
@@ -258,6 +286,10 @@ pub struct Body<'a> {
     framing: Decoding,
     received: u64,
     bounds: BodyBounds,
+    /// Bytes read from the socket (framing included), and the time spent
+    /// waiting for them: the least rate's account.
+    arrived: u64,
+    waited: Duration,
     /// When the whole body must have arrived; set by the first socket read.
     deadline: Option<Instant>,
     send_continue: bool,
@@ -273,6 +305,10 @@ pub(crate) struct BodyBounds {
     pub(crate) read_timeout: Duration,
     /// Longest time for the whole body, from the first read that waits.
     pub(crate) total_timeout: Duration,
+    /// Least rate in bytes per second: the waits of one body may total
+    /// `read_timeout` plus a second for every `min_rate` bytes received; 0:
+    /// no least rate.
+    pub(crate) min_rate: u64,
     /// Longest a worker waits for the rest of a body its handler did not
     /// read, to keep the connection; a slower client is closed after the
     /// response.
@@ -304,7 +340,20 @@ impl<'a> Body<'a> {
             BodyKind::Chunked => Decoding::Chunked(ChunkedDecoder::new()),
         };
         let send_continue = expect_continue && !matches!(kind, BodyKind::Empty);
-        Body { io, buf, pos: 0, end, framing, received: 0, bounds, deadline: None, send_continue, error: None }
+        Body {
+            io,
+            buf,
+            pos: 0,
+            end,
+            framing,
+            received: 0,
+            bounds,
+            arrived: 0,
+            waited: Duration::ZERO,
+            deadline: None,
+            send_continue,
+            error: None,
+        }
     }
 
     /// True once the whole body has been read.
@@ -340,7 +389,11 @@ impl<'a> Body<'a> {
     }
 
     fn io_error(&mut self, e: io::Error) -> io::Error {
-        self.error = Some(if e.kind() == io::ErrorKind::TimedOut { BodyError::TimedOut } else { BodyError::Io });
+        self.error = Some(match e.kind() {
+            io::ErrorKind::TimedOut => BodyError::TimedOut,
+            io::ErrorKind::ResourceBusy => BodyError::Busy,
+            _ => BodyError::Io,
+        });
         e
     }
 
@@ -351,15 +404,49 @@ impl<'a> Body<'a> {
     }
 
     /// How long the next socket operation may wait: the read timeout, cut
-    /// short by what is left of the whole-body deadline.
+    /// short by what is left of the whole-body deadline and of what the
+    /// least rate allows.
     fn wait_budget(&mut self) -> io::Result<Duration> {
         let now = Instant::now();
         let deadline = *self.deadline.get_or_insert_with(|| far_after(now, self.bounds.total_timeout));
-        let left = deadline.saturating_duration_since(now);
+        let left = deadline.saturating_duration_since(now).min(self.rate_allows());
         if left.is_zero() {
             return Err(self.fail(BodyError::TimedOut));
         }
         Ok(left.min(self.bounds.read_timeout))
+    }
+
+    /// What is left of the waits the least rate allows: `read_timeout`, a
+    /// second more for every `min_rate` bytes arrived, less the time waited.
+    fn rate_allows(&self) -> Duration {
+        let rate = self.bounds.min_rate;
+        if rate == 0 {
+            return Duration::MAX;
+        }
+        let nanos = u128::from(self.arrived) * 1_000_000_000 / u128::from(rate);
+        let earned = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        self.bounds.read_timeout.saturating_add(earned).saturating_sub(self.waited)
+    }
+
+    /// Reads body bytes from the socket into `buf[..]`, waiting up to the
+    /// budget; the time it waits goes to the least rate's account.
+    fn read_socket(&mut self, to_caller: Option<&mut [u8]>, want: usize) -> io::Result<usize> {
+        let timeout = self.wait_budget()?;
+        let started = Instant::now();
+        let buf = match to_caller {
+            Some(out) => &mut out[..want],
+            None => &mut *self.buf,
+        };
+        let read = read_body_bytes(self.io, buf, timeout);
+        self.waited = self.waited.saturating_add(started.elapsed());
+        match read {
+            Ok(0) => Err(self.fail(BodyError::Io)),
+            Ok(n) => {
+                self.arrived = self.arrived.saturating_add(n as u64);
+                Ok(n)
+            }
+            Err(e) => Err(self.io_error(e)),
+        }
     }
 
     fn read_length(&mut self, out: &mut [u8], left: u64) -> io::Result<usize> {
@@ -372,12 +459,7 @@ impl<'a> Body<'a> {
         } else {
             // Nothing buffered: read straight into the caller's buffer, never
             // past the end of this body.
-            let timeout = self.wait_budget()?;
-            match read_wait(self.io, &mut out[..want], timeout) {
-                Ok(0) => return Err(self.fail(BodyError::Io)),
-                Ok(n) => n,
-                Err(e) => return Err(self.io_error(e)),
-            }
+            self.read_socket(Some(out), want)?
         };
         self.framing = Decoding::Length { left: left - n as u64 };
         Ok(n)
@@ -418,15 +500,8 @@ impl<'a> Body<'a> {
     fn fill(&mut self) -> io::Result<()> {
         self.pos = 0;
         self.end = 0;
-        let timeout = self.wait_budget()?;
-        match read_wait(self.io, self.buf, timeout) {
-            Ok(0) => Err(self.fail(BodyError::Io)),
-            Ok(n) => {
-                self.end = n;
-                Ok(())
-            }
-            Err(e) => Err(self.io_error(e)),
-        }
+        self.end = self.read_socket(None, 0)?;
+        Ok(())
     }
 
     /// Reads and discards the rest of the body, up to `max` bytes. True when
@@ -446,9 +521,12 @@ impl<'a> Body<'a> {
                 return false;
             }
             if self.read(&mut scratch).is_err() {
-                // Out of patience for a body the handler did not want: its
-                // response stands, and the connection closes after it.
-                if self.error == Some(BodyError::TimedOut) && whole.is_none_or(|d| d > Instant::now()) {
+                // Out of patience for a body the handler did not want, or no
+                // place left to wait for it: its response stands, and the
+                // connection closes after it.
+                let patience_ran_out =
+                    self.error == Some(BodyError::TimedOut) && whole.is_none_or(|d| d > Instant::now());
+                if patience_ran_out || self.error == Some(BodyError::Busy) {
                     self.error = None;
                 }
                 return false;

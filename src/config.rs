@@ -45,6 +45,13 @@ pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// bytes taken (so a client taking a byte just often enough to beat
 /// `write_timeout` still cannot hold a worker for long).
 pub const DEFAULT_WRITE_MIN_RATE: u64 = 1024;
+/// Default least rate, in bytes per second, at which a client must send a
+/// request body while a worker waits on it: a worker's waits for body
+/// bytes add up, and may total `body_read_timeout` plus a second for every
+/// this many bytes received (so a client sending a byte just often enough
+/// to beat `body_read_timeout` is cut with `408` long before
+/// `body_timeout`).
+pub const DEFAULT_BODY_MIN_RATE: u64 = 1024;
 /// Default time `shutdown` lets in-flight requests finish.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Default cap on the bytes of a request head; past it: `431`.
@@ -96,6 +103,10 @@ pub(crate) struct Config {
     pub(crate) head_timeout: Duration,
     pub(crate) body_read_timeout: Duration,
     pub(crate) body_timeout: Duration,
+    pub(crate) body_min_rate: u64,
+    /// Most workers waiting on body bytes at once; `None`: half of
+    /// `max_workers`.
+    pub(crate) max_body_waits: Option<usize>,
     pub(crate) write_timeout: Duration,
     pub(crate) write_min_rate: u64,
     pub(crate) shutdown_grace: Duration,
@@ -126,6 +137,8 @@ impl Default for Config {
             head_timeout: DEFAULT_HEAD_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            body_min_rate: DEFAULT_BODY_MIN_RATE,
+            max_body_waits: None,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             write_min_rate: DEFAULT_WRITE_MIN_RATE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
@@ -154,8 +167,15 @@ impl Config {
             limit: self.limits.max_body_bytes,
             read_timeout: self.body_read_timeout,
             total_timeout: self.body_timeout,
+            min_rate: self.body_min_rate,
             drain_wait: self.drain_wait,
         }
+    }
+
+    /// Most workers that may wait on request body bytes at once
+    /// (`Server::max_body_waits`): by default half of the most threads.
+    pub(crate) fn body_waits(&self) -> usize {
+        self.max_body_waits.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
     }
 
     /// Size of a connection's read buffer while a worker serves it.

@@ -691,6 +691,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     if let Some(e) = end.error {
         match e {
             BodyError::TimedOut => cx.counters.timeout(),
+            BodyError::Busy => cx.counters.rejected(),
             BodyError::Io => cx.counters.io_error(),
             BodyError::Malformed | BodyError::TooLarge => cx.counters.parse_error(),
         }

@@ -13,6 +13,7 @@ use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::net::Stream;
+use crate::stats::Counters;
 use crate::sys;
 
 /// What a blocked operation waits for.
@@ -61,6 +62,16 @@ pub(crate) trait Transport: Read + Write {
     /// The stream's waits for room are no longer held to a least rate
     /// ([`Pace`]): an upgrade's closure sets its own timeouts.
     fn stop_pacing(&mut self) {}
+
+    /// A body read is about to wait for the client: takes one of the
+    /// server's places for workers waiting on bodies, false when none is
+    /// left. Each true is followed by [`Transport::end_body_wait`].
+    fn begin_body_wait(&mut self) -> bool {
+        true
+    }
+
+    /// The wait [`Transport::begin_body_wait`] allowed is over.
+    fn end_body_wait(&mut self) {}
 
     /// Sends what the socket takes now of the `*left` bytes of `file` from
     /// its position: `Ok(true)` when all went, `Ok(false)` when the socket
@@ -215,6 +226,9 @@ pub(crate) struct Socket<'a> {
     pub(crate) seat: Option<&'a mio::Registry>,
     /// The waits for room of this turn, and what the client took.
     pub(crate) pace: Pace,
+    /// The server's count of workers waiting on request bodies, and its
+    /// bound.
+    pub(crate) body_waits: (&'a Counters, usize),
 }
 
 /// How long a worker may go on waiting for one client to take bytes
@@ -294,6 +308,15 @@ impl Transport for Socket<'_> {
 
     fn stop_pacing(&mut self) {
         self.pace = Pace::new(0);
+    }
+
+    fn begin_body_wait(&mut self) -> bool {
+        let (counters, most) = self.body_waits;
+        counters.begin_body_wait(most)
+    }
+
+    fn end_body_wait(&mut self) {
+        self.body_waits.0.end_body_wait();
     }
 
     fn holds_input(&self) -> bool {

@@ -205,8 +205,13 @@ fn serve_until_parked<H: Handler>(
         let (next, left_seat) = {
             let seat = shared.registry_of(&conn);
             let registered = seat.is_some();
-            let mut io =
-                Socket { stream: &mut conn.stream, waiter, seat, pace: Pace::new(shared.config.write_min_rate) };
+            let mut io = Socket {
+                stream: &mut conn.stream,
+                waiter,
+                seat,
+                pace: Pace::new(shared.config.write_min_rate),
+                body_waits: (&shared.counters, shared.config.body_waits()),
+            };
             let mut cx = Ctx {
                 handler,
                 config: &shared.config,

@@ -264,6 +264,33 @@ impl Server {
         self
     }
 
+    /// Least rate, in bytes per second, at which a client must send a
+    /// request body while a worker waits on it (as Apache's
+    /// `mod_reqtimeout` `MinRate`): the worker's waits for body bytes may
+    /// total [`body_read_timeout`](Server::body_read_timeout) plus a second
+    /// for every this many bytes received; past that the client gets `408`.
+    /// So a client that sends a byte just often enough to beat the read
+    /// timeout is cut in about that timeout, not after
+    /// [`body_timeout`](Server::body_timeout). Only time spent waiting for
+    /// the client counts, not the handler's own work between reads. `0`
+    /// turns the rule off. Default:
+    /// [`DEFAULT_BODY_MIN_RATE`](crate::DEFAULT_BODY_MIN_RATE).
+    pub fn body_min_rate(mut self, bytes_per_second: u64) -> Server {
+        self.config.body_min_rate = bytes_per_second;
+        self
+    }
+
+    /// Most workers that may wait for request body bytes at once. A
+    /// handler's body read that would wait while this many do fails at once
+    /// (`ErrorKind::ResourceBusy`), and the client gets `503` and a close:
+    /// clients trickling bodies cannot take the threads that other requests
+    /// need. Default: half of [`max_workers`](Server::max_workers) (at
+    /// least 1).
+    pub fn max_body_waits(mut self, n: usize) -> Server {
+        self.config.max_body_waits = Some(n.max(1));
+        self
+    }
+
     /// Whether SIGINT and SIGTERM (Ctrl-C, and the stop of a container or a
     /// service manager) stop the server gracefully, as
     /// [`ServerHandle::shutdown`] does: the listener closes, requests

@@ -37,6 +37,9 @@ pub struct Stats {
     /// Response bytes held for clients slow to take them (see
     /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).
     pub unsent_bytes: u64,
+    /// Workers waiting now for request body bytes a handler asked for (see
+    /// [`Server::max_body_waits`](crate::Server::max_body_waits)).
+    pub body_waits: u64,
     /// Worker threads alive now, core and on-demand ones (see
     /// [`Server::max_workers`](crate::Server::max_workers)).
     pub threads: u64,
@@ -72,6 +75,8 @@ pub(crate) struct Counters {
     panics: Padded,
     io_errors: Padded,
     rejected: Padded,
+    /// Workers waiting on request body bytes now.
+    body_waits: Padded,
     /// Response bytes held for slow clients, shared with what holds them.
     unsent: Arc<AtomicU64>,
 }
@@ -130,6 +135,17 @@ impl Counters {
         self.rejected.bump();
     }
 
+    /// Counts a worker about to wait on body bytes, unless `most` do
+    /// already.
+    pub(crate) fn begin_body_wait(&self, most: usize) -> bool {
+        let most = u64::try_from(most).unwrap_or(u64::MAX);
+        self.body_waits.0.fetch_update(Relaxed, Relaxed, |n| (n < most).then_some(n + 1)).is_ok()
+    }
+
+    pub(crate) fn end_body_wait(&self) {
+        self.body_waits.0.fetch_sub(1, Relaxed);
+    }
+
     /// Counts `bytes` held for a slow client, unless the total would pass
     /// `cap`.
     pub(crate) fn hold(&self, bytes: u64, cap: u64) -> Option<Held> {
@@ -161,6 +177,7 @@ impl Counters {
             io_errors: self.io_errors.get(),
             rejected: self.rejected.get(),
             unsent_bytes: self.unsent.load(Relaxed),
+            body_waits: self.body_waits.get(),
             threads: threads.live as u64,
             busy_threads: threads.live.saturating_sub(threads.idle) as u64,
             idle_threads: threads.idle as u64,

@@ -579,3 +579,70 @@ fn a_client_taking_a_stream_faster_than_the_least_rate_gets_all_of_it() {
     assert_eq!(read_reply(&mut client, false).unwrap().body, b"ok");
     assert!(server.shutdown());
 }
+
+/// A body too large to be collected while parked (the handler reads it),
+/// trickled a byte every 50 ms: each wait is well within the read timeout,
+/// but the waits add up past what the least rate allows (the read timeout
+/// plus a second per `body_min_rate` bytes), and the client gets `408` long
+/// before the body timeout. With no least rate it would be read whole.
+#[test]
+fn a_body_trickled_below_the_least_rate_is_cut_with_408() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .body_read_timeout(Duration::from_millis(400))
+        .body_timeout(Duration::from_secs(60))
+        .body_min_rate(100_000)
+        .spawn(echo)
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n");
+    let mut writer = conn.get_ref().try_clone().unwrap();
+    let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = answered.clone();
+    let trickle = thread::spawn(move || {
+        let mut sent = 0;
+        // A slow client, not a synchronisation: one byte every 50 ms.
+        while sent < 100_000 && !done.load(Ordering::Relaxed) && writer.write_all(b"x").is_ok() {
+            sent += 1;
+            thread::sleep(Duration::from_millis(50));
+        }
+        sent
+    });
+    let reply = read_reply(&mut conn, false).unwrap();
+    answered.store(true, Ordering::Relaxed);
+    assert_eq!(reply.status, 408);
+    assert_eq!(reply.header("connection"), Some("close"));
+    let sent = trickle.join().unwrap();
+    // 400 ms of waits (and 100 000 bytes a second) allow about 8 bytes.
+    assert!(sent < 40, "cut after {sent} bytes");
+    assert!(server.shutdown());
+}
+
+/// With `max_body_waits(1)`, a worker waits on one client's body; a second
+/// handler that would wait on its body too gets `503` at once (the worker
+/// goes back to other requests), and the first upload completes.
+#[test]
+fn workers_waiting_on_bodies_are_bounded() {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(2).max_workers(4).max_body_waits(1).spawn(echo).unwrap();
+    let addr = server.local_addr();
+    let head = b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\n\r\n";
+    let mut first = connect(addr);
+    send(&mut first, head);
+    send(&mut first, b"a");
+    wait_for(&server, "a worker to wait on the first body", |s| s.body_waits == 1);
+    let mut second = connect(addr);
+    send(&mut second, head);
+    send(&mut second, b"b");
+    let refused = read_reply(&mut second, false).unwrap();
+    assert_eq!((refused.status, refused.header("connection")), (503, Some("close")));
+    // A request without a body is served meanwhile.
+    let mut plain = connect(addr);
+    send(&mut plain, &get("/"));
+    assert_eq!(read_reply(&mut plain, false).unwrap().status, 200);
+    send(&mut first, &[b'a'; 29_999]);
+    let reply = read_reply(&mut first, false).unwrap();
+    assert_eq!((reply.status, reply.body.len()), (200, 30_000));
+    let stats = wait_for(&server, "the wait to end", |s| s.body_waits == 0);
+    assert_eq!(stats.rejected, 1);
+    assert!(server.shutdown());
+}

@@ -110,6 +110,7 @@ fn body_over<'a>(
         limit,
         read_timeout: Duration::from_millis(10),
         total_timeout: Duration::from_secs(60),
+        min_rate: 0,
         drain_wait: Duration::from_secs(1),
     };
     Body::new(kind, io, buf, buffered.len(), bounds, expect)
@@ -203,6 +204,7 @@ fn the_whole_body_has_a_deadline() {
         limit: 100,
         read_timeout: Duration::from_secs(10),
         total_timeout: Duration::ZERO,
+        min_rate: 0,
         drain_wait: Duration::from_secs(1),
     };
     let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);

@@ -181,7 +181,8 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 /// until the kernel lets it through.
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
-/// hence `unsafe` (one of three blocks in the crate, all in this file).
+/// hence `unsafe` (one of the crate's four blocks; see the README's
+/// Security section).
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
 fn defer_accept(listener: &std::net::TcpListener) -> io::Result<()> {
