@@ -238,6 +238,13 @@ impl ServeDir {
             }
             Err(e) => return Ok(Found::Refused(lookup_status(&e))),
         };
+        // The name a request spells is not the only one a file has (a
+        // symbolic link, an 8.3 short name on Windows: `GIT~1` for
+        // `.git`): hidden files are refused by their real path too.
+        if !self.hidden && is_hidden_under(&real, &self.root) {
+            debug!("ServeDir: {raw:?} leads to hidden {}; answering 404", real.display());
+            return Ok(Found::Refused(404));
+        }
         let mut file = match open(&real) {
             Ok(file) => file,
             Err(e) => return Ok(Found::Refused(lookup_status(&e))),
@@ -277,6 +284,12 @@ impl Handler for ServeDir {
 /// the check.
 fn open(path: &Path) -> io::Result<File> {
     crate::sys::open_file(path)
+}
+
+/// True when a component of `real` below `root` starts with a dot.
+fn is_hidden_under(real: &Path, root: &Path) -> bool {
+    let below = real.strip_prefix(root).unwrap_or(real);
+    below.components().any(|c| c.as_os_str().as_encoded_bytes().first() == Some(&b'.'))
 }
 
 /// The status for a failed lookup: the client asked for something that is

@@ -153,7 +153,7 @@ mod unix {
 #[cfg(windows)]
 mod windows {
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{MutexGuard, Once};
+    use std::sync::{MutexGuard, OnceLock};
 
     use windows_sys::Win32::Foundation::{FALSE, TRUE};
     use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, CTRL_C_EVENT, SetConsoleCtrlHandler};
@@ -183,11 +183,14 @@ mod windows {
     impl StopSignals {
         /// Starts watching: the first Ctrl-C calls `stop.shutdown()`.
         pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
-            static INSTALL: Once = Once::new();
+            // Tried once; its failure is every watch's.
+            static INSTALLED: OnceLock<Result<(), Option<i32>>> = OnceLock::new();
             static NEXT: AtomicU64 = AtomicU64::new(0);
-            let mut installed = Ok(());
-            INSTALL.call_once(|| installed = install());
-            installed?;
+            if let Err(code) = INSTALLED.get_or_init(|| install().map_err(|e| e.raw_os_error())) {
+                return Err(
+                    code.map_or_else(|| io::Error::other("SetConsoleCtrlHandler failed"), io::Error::from_raw_os_error)
+                );
+            }
             let id = NEXT.fetch_add(1, Ordering::Relaxed);
             watchers().push(Watcher { id, stop, told: false });
             Ok(StopSignals { id })
@@ -219,7 +222,11 @@ mod windows {
     /// Ctrl-C and Ctrl-Break stop every watching server not told yet, and
     /// are handled; any other event, or one with nobody left to tell, is
     /// passed on (in the end to the system's handler, which ends the
-    /// process).
+    /// process). A Ctrl-C handled here does not reach the handlers the
+    /// program added before the first server started watching (Windows
+    /// calls them in turn until one handles the event; passing it on would
+    /// end the process): a program with its own turns `stop_on_signals`
+    /// off and stops the server itself.
     pub(super) extern "system" fn on_console_event(event: u32) -> BOOL {
         if event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT {
             return FALSE;

@@ -19,8 +19,9 @@
 //!   every seat registers the listener's descriptor (one socket, many
 //!   readiness sets). On Windows a socket is registered with one set at a
 //!   time, so each seat registers a handle of its own to the listening
-//!   socket, re-armed each time it reports a connection (the accepts go
-//!   through another handle, whose `WouldBlock` re-arms nothing).
+//!   socket, re-armed once an accept pass has emptied the backlog (the
+//!   accepts go through another handle, whose `WouldBlock` re-arms
+//!   nothing).
 //! - Listener options: `TCP_NODELAY` inherited from the listener and
 //!   `TCP_DEFER_ACCEPT` on Linux, `SO_NOSIGPIPE` on Apple systems; Windows
 //!   sets `TCP_NODELAY` on each accepted socket, as macOS does.

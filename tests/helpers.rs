@@ -332,6 +332,44 @@ mod files {
         assert!(server.shutdown());
     }
 
+    /// Windows gives a file a second, 8.3 name (`GIT~1` for `.git`; Wine
+    /// makes `_GIT~IBP`): a hidden file is refused under it too.
+    #[cfg(windows)]
+    #[test]
+    fn a_hidden_file_is_refused_under_its_short_name() {
+        #[allow(unsafe_code)]
+        fn short_name(path: &std::path::Path) -> Option<String> {
+            use std::os::windows::ffi::OsStrExt;
+            let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+            let mut out = vec![0u16; 1024];
+            // SAFETY: `wide` is a NUL-terminated UTF-16 path and `out` a
+            // buffer of the length passed; the call writes at most that many
+            // units into it and reads nothing else of ours.
+            let n = unsafe {
+                windows_sys::Win32::Storage::FileSystem::GetShortPathNameW(
+                    wide.as_ptr(),
+                    out.as_mut_ptr(),
+                    out.len() as u32,
+                )
+            } as usize;
+            let name = String::from_utf16(out.get(..n)?).ok()?;
+            Some(name.rsplit('\\').next()?.to_string())
+        }
+        let site = Site::new("short");
+        std::fs::create_dir(site.0.join("root/.git")).unwrap();
+        std::fs::write(site.0.join("root/.git/config"), "secret\n").unwrap();
+        let Some(git) = short_name(&site.0.join("root").join(".git")).filter(|n| n.contains('~')) else {
+            eprintln!("no 8.3 names on this volume; skipping");
+            return;
+        };
+        let server = spawn(httpool::ServeDir::new(site.0.join("root")).unwrap());
+        for target in ["/.git/config".to_string(), format!("/{git}/config")] {
+            let request = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n");
+            assert!(exchange(&server, &request).starts_with("HTTP/1.1 404 Not Found\r\n"), "{target}");
+        }
+        assert!(server.shutdown());
+    }
+
     #[cfg(feature = "compression")]
     #[test]
     fn compressed_files_offer_no_ranges_and_ranges_stay_identity() {

@@ -292,6 +292,23 @@ fn symlinks_may_not_lead_out_of_the_root() {
     assert_eq!(body(get(&dir, "/alias.txt", "")), b"0123456789abcdefghij");
 }
 
+/// A file reached by another name than its own (here a symbolic link; on
+/// Windows an 8.3 short name such as `GIT~1` for `.git`) is hidden if its
+/// real path is.
+#[test]
+#[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
+fn a_hidden_file_under_another_name_is_refused() {
+    let (tmp, dir) = site();
+    std::fs::create_dir(tmp.0.join("site/.git")).unwrap();
+    std::fs::write(tmp.0.join("site/.git/config"), "secret").unwrap();
+    symlink(tmp.0.join("site/.git"), tmp.0.join("site/git")).unwrap();
+    symlink(tmp.0.join("site/.git/config"), tmp.0.join("site/config")).unwrap();
+    assert_eq!(get(&dir, "/git/config", "").status, 404);
+    assert_eq!(get(&dir, "/config", "").status, 404);
+    let shown = ServeDir::new(tmp.0.join("site")).unwrap().hidden_files(true);
+    assert_eq!(get(&shown, "/git/config", "").status, 200);
+}
+
 #[test]
 #[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
 fn a_remembered_file_swapped_for_a_symlink_out_is_refused() {

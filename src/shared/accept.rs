@@ -105,7 +105,17 @@ impl Shared {
                     let Some(stream) = self.secure(stream, peer) else { continue };
                     self.admit(stream, peer, seat, listener.delivers_data());
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Only now may the seats that reported the listener be
+                    // told of the next connection (Windows; see
+                    // `ListenerWatch`): a pass held back above leaves them
+                    // quiet, so that a full backlog does not wake them
+                    // again and again.
+                    for seat in &self.seats {
+                        seat.rearm_listener();
+                    }
+                    return;
+                }
                 Err(e) if is_transient(&e) => {}
                 Err(e) => {
                     // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off, keep serving.

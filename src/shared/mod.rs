@@ -146,7 +146,7 @@ impl Shared {
             }
         }
         if listener_ready {
-            self.seats[seat].rearm_listener();
+            self.seats[seat].listener_reported();
         }
         if listener_ready || self.take_accept_waiting() {
             self.accept(seat);

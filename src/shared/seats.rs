@@ -96,8 +96,13 @@ impl Seat {
         }
     }
 
-    /// The seat reported the listener: watches it again before accepting
-    /// (see [`ListenerWatch::rearm`]).
+    /// The seat reported the listener (see [`ListenerWatch::reported`]).
+    pub(crate) fn listener_reported(&self) {
+        self.listener.lock().unwrap_or_else(PoisonError::into_inner).reported();
+    }
+
+    /// An accept pass emptied the listener: the seat is told of the next
+    /// connection (see [`ListenerWatch::rearm`]).
     pub(crate) fn rearm_listener(&self) {
         self.listener.lock().unwrap_or_else(PoisonError::into_inner).rearm(&self.registry, LISTENER);
     }

@@ -101,7 +101,10 @@ impl ListenerWatch {
         }
     }
 
-    /// After the seat reported the listener: nothing to do, the next
+    /// The seat reported the listener: nothing to note.
+    pub(crate) fn reported(&mut self) {}
+
+    /// After an accept pass emptied the listener: nothing to do, the next
     /// connection brings a new edge.
     pub(crate) fn rearm(&mut self, _: &Registry, _: Token) {}
 

@@ -82,37 +82,53 @@ impl Source for TcpConn {
 /// What a seat registers to hear of new connections: a handle of its own
 /// to the listening socket (a mio source is in one readiness set at a
 /// time). Accepts go through another handle, so nothing re-arms this one
-/// but [`ListenerWatch::rearm`].
+/// but [`ListenerWatch::rearm`], once an accept pass has emptied the
+/// backlog: re-armed while connections wait there (accepts held back while
+/// the server is full, or paused after an error), it would be reported at
+/// once, again and again, and its seat's worker would spin.
 #[derive(Debug)]
-pub(crate) struct ListenerWatch(Option<mio::net::TcpListener>);
+pub(crate) struct ListenerWatch {
+    handle: Option<mio::net::TcpListener>,
+    /// Reported since it was last armed: quiet until re-armed.
+    quiet: bool,
+}
 
 impl ListenerWatch {
     pub(crate) fn tcp(listener: &mio::net::TcpListener) -> io::Result<ListenerWatch> {
         let handle = listener.as_socket().try_clone_to_owned()?;
-        Ok(ListenerWatch(Some(mio::net::TcpListener::from(handle))))
+        Ok(ListenerWatch { handle: Some(mio::net::TcpListener::from(handle)), quiet: false })
     }
 
     pub(crate) fn register(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
-        match &mut self.0 {
+        match &mut self.handle {
             Some(listener) => listener.register(registry, token, Interest::READABLE),
             None => Ok(()),
         }
     }
 
-    /// After the seat reported the listener, before the accepts: watches
-    /// again, so a connection that comes after the last accept is reported.
+    /// The seat reported the listener: mio watches it no more.
+    pub(crate) fn reported(&mut self) {
+        self.quiet = true;
+    }
+
+    /// After an accept pass emptied the backlog: watches again (when
+    /// quiet), so the next connection is reported. One that came after the
+    /// pass's last accept is reported at once.
     pub(crate) fn rearm(&mut self, registry: &Registry, token: Token) {
-        if let Some(listener) = &mut self.0 {
-            if let Err(e) = listener.reregister(registry, token, Interest::READABLE) {
-                error!("watching the listener again failed: {e}");
-            }
+        let Some(listener) = &mut self.handle else { return };
+        if !self.quiet {
+            return;
+        }
+        match listener.reregister(registry, token, Interest::READABLE) {
+            Ok(()) => self.quiet = false,
+            Err(e) => error!("watching the listener again failed: {e}"),
         }
     }
 
     /// Stops watching and closes this handle, so that the listening socket
     /// closes with the listener itself.
     pub(crate) fn forget(&mut self, registry: &Registry) {
-        if let Some(mut listener) = self.0.take() {
+        if let Some(mut listener) = self.handle.take() {
             let _ = listener.deregister(registry);
         }
     }
