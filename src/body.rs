@@ -163,7 +163,7 @@ fn ext_next(at: Ext, b: u8) -> Result<Option<Ext>, BodyError> {
 }
 
 /// A pure decoder for the chunked coding: bytes in, body bytes out.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChunkedDecoder {
     state: Chunked,
     ext_bytes: usize,

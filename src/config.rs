@@ -70,6 +70,12 @@ pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 64 * 1024;
 /// take them (connections parked until they can take more); past it a
 /// worker waits on the client as it writes.
 pub const DEFAULT_MAX_UNSENT_BYTES: u64 = 64 * 1024 * 1024;
+/// Default cap on the body bytes of one request collected before its
+/// handler runs, while the connection waits parked (holding no worker).
+pub const DEFAULT_BODY_BUFFER_BYTES: usize = 64 * 1024;
+/// Default cap, server-wide, on the bytes of requests collected past the
+/// read buffer's size (`body_buffer_bytes`).
+pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What the server does with new connections while it is saturated: the
 /// `queue_depth` connections wait for a worker or `max_connections` are open.
@@ -116,6 +122,8 @@ pub(crate) struct Config {
     /// takes changes nothing they check).
     pub(crate) drain_wait: Duration,
     pub(crate) max_unsent_bytes: u64,
+    pub(crate) body_buffer_bytes: usize,
+    pub(crate) max_buffered_body_bytes: u64,
     pub(crate) overload: Overload,
     /// Workers run under `SCHED_BATCH` (Linux).
     pub(crate) batch_scheduling: bool,
@@ -145,6 +153,8 @@ impl Default for Config {
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,
             drain_wait: Duration::from_secs(1),
             max_unsent_bytes: DEFAULT_MAX_UNSENT_BYTES,
+            body_buffer_bytes: DEFAULT_BODY_BUFFER_BYTES,
+            max_buffered_body_bytes: DEFAULT_MAX_BUFFERED_BODY_BYTES,
             overload: Overload::Wait,
             batch_scheduling: true,
             #[cfg(feature = "tls")]

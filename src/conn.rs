@@ -37,6 +37,7 @@ use crate::stats::Counters;
 use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
 
+use state::ChunkScan;
 pub(crate) use state::{ConnState, Expiry, Phase, Then, after, is_past};
 
 /// How long a connection closing after an error answer goes on reading
@@ -259,14 +260,19 @@ enum Parsed {
 /// Parses the unparsed bytes, when that can tell more than last time.
 fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parsed {
     let limits = &cx.config.limits;
+    conn.scan_awaited();
     loop {
         if !conn.has_unparsed() || !conn.worth_parsing(limits) {
             return Parsed::More;
         }
         match parse_head(conn.unparsed(), limits, &mut cx.scratch.spans) {
             Ok(Some(head)) => match awaited_body(conn, &head, cx) {
-                Some(whole) => {
-                    conn.await_body(whole);
+                Some(Await::Length(len)) => {
+                    conn.await_body(head.len, len);
+                    return Parsed::More;
+                }
+                Some(Await::Chunked(scan)) => {
+                    conn.await_chunked(scan);
                     return Parsed::More;
                 }
                 None => return Parsed::Head(head),
@@ -288,18 +294,59 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
     }
 }
 
-/// For a `Content-Length` body that is not all here, fits in the read
-/// buffer behind its head and is not held back for a `100 Continue`: the
-/// bytes head and body take together. Such a body is awaited like the rest
-/// of a head (parked, under the head deadline) rather than by the handler on
-/// a worker, so a client trickling it holds no thread. At shutdown nothing
-/// parks: the handler reads it.
-fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Option<usize> {
-    let BodyKind::Length(n) = head.body else { return None };
-    let whole = (head.len as u64).checked_add(n)?;
-    let here = conn.unparsed().len() as u64;
-    let fits = whole <= cx.config.read_buffer_size() as u64;
-    (whole > here && fits && !head.expect_continue && !cx.is_stopping()).then_some(whole as usize)
+/// How many bytes of the request to collect before the handler runs, when
+/// more than are here: its body, or the first `body_buffer_bytes` of it
+/// (and at least what fits in the read buffer behind the head); with
+/// `body_buffer_bytes` 0, only a body with a length that fits in the read
+/// buffer behind its head. A body is
+/// collected like the rest of a head (parked, under the head deadline plus
+/// what its bytes earn at `body_min_rate`) rather than read by the handler
+/// on a worker, so a client trickling it holds no thread. Not when the
+/// client waits for `100 Continue`, nor at shutdown (nothing parks: the
+/// handler reads it). Collecting past the read buffer's size takes a share
+/// of the server-wide budget (`max_buffered_body_bytes`) when the buffer is
+/// about to grow (see [`read_more`]), until the request is answered; with
+/// none left, it stops at the read buffer's size.
+fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Option<Await> {
+    if head.body == BodyKind::Empty || head.expect_continue || cx.is_stopping() {
+        return None;
+    }
+    let buffer = cx.config.read_buffer_size();
+    let limit =
+        if conn.budget_spent() { buffer } else { buffer.max(head.len.saturating_add(cx.config.body_buffer_bytes)) };
+    let here = conn.unparsed().len();
+    let want = match head.body {
+        BodyKind::Length(n) => {
+            let whole = u64::try_from(head.len).ok()?.checked_add(n)?;
+            // Collecting off: only a request that fits in the read buffer.
+            if cx.config.body_buffer_bytes == 0 && whole > buffer as u64 {
+                return None;
+            }
+            let want = usize::try_from(whole).unwrap_or(usize::MAX).min(limit);
+            if here >= want {
+                return None;
+            }
+            Await::Length(want)
+        }
+        BodyKind::Chunked if cx.config.body_buffer_bytes == 0 => return None,
+        BodyKind::Chunked => {
+            let mut scan = ChunkScan::new(head.len, limit, cx.config.limits.max_body_bytes);
+            if scan.advance(conn.unparsed()) {
+                return None;
+            }
+            Await::Chunked(scan)
+        }
+        BodyKind::Empty => return None,
+    };
+    Some(want)
+}
+
+/// What [`awaited_body`] collects.
+enum Await {
+    /// Until this many bytes, head included, are here.
+    Length(usize),
+    /// Until the chunked body ends or its limit is here.
+    Chunked(ChunkScan),
 }
 
 /// What a read brought.
@@ -323,7 +370,18 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
     if let Some(next) = send_before_going_on(conn, io, cx) {
         return Read::Stop(next);
     }
-    let space = conn.read_space(cx.config.read_buffer_size());
+    let size = cx.config.read_buffer_size();
+    if conn.needs_budget(size) {
+        match cx.counters.hold_body(conn.budget_wanted(), cx.config.max_buffered_body_bytes) {
+            Some(held) => conn.budget_given(held),
+            None => {
+                // The body's handler takes over from what is here.
+                conn.budget_refused();
+                return Read::Got;
+            }
+        }
+    }
+    let space = conn.read_space(size);
     let asked = space.len();
     if asked == 0 {
         // Unreachable: a head that fills the buffer is past

@@ -379,6 +379,35 @@ impl Server {
         self
     }
 
+    /// Most body bytes of one request collected before its handler runs.
+    /// A request whose body comes slowly waits parked, holding no worker,
+    /// until its body is in (or this much of it, for a larger or chunked
+    /// one: the handler then reads the rest as it comes), as the rest of a
+    /// head does: the client has the head timeout plus a second for every
+    /// [`body_min_rate`](Server::body_min_rate) bytes it sends, then gets
+    /// `408`. Not for a request that asks for `100 Continue` (the client
+    /// waits for the handler's first read). A handler that must see body
+    /// bytes as they arrive (a request body streamed interactively, the
+    /// client waiting for answers as it sends) needs `0`: then only a body
+    /// with a length that fits in the read buffer with its head (about 20
+    /// KiB) is collected, and a chunked one never. Default:
+    /// [`DEFAULT_BODY_BUFFER_BYTES`](crate::DEFAULT_BODY_BUFFER_BYTES).
+    pub fn body_buffer_bytes(mut self, n: usize) -> Server {
+        self.config.body_buffer_bytes = n;
+        self
+    }
+
+    /// Most bytes, server-wide, of requests collected past the read
+    /// buffer's size (see [`body_buffer_bytes`](Server::body_buffer_bytes)):
+    /// past it a request's handler runs as soon as its head is in, and reads
+    /// the body itself (bounded by [`max_body_waits`](Server::max_body_waits)
+    /// and [`body_min_rate`](Server::body_min_rate)). Default:
+    /// [`DEFAULT_MAX_BUFFERED_BODY_BYTES`](crate::DEFAULT_MAX_BUFFERED_BODY_BYTES).
+    pub fn max_buffered_body_bytes(mut self, n: u64) -> Server {
+        self.config.max_buffered_body_bytes = n;
+        self
+    }
+
     /// Most response bytes held, server-wide, for clients slow to take
     /// them: an answer a client does not take at once waits with its parked
     /// connection (holding no worker) while this allows; past it, the

@@ -40,6 +40,10 @@ pub struct Stats {
     /// Workers waiting now for request body bytes a handler asked for (see
     /// [`Server::max_body_waits`](crate::Server::max_body_waits)).
     pub body_waits: u64,
+    /// Request bytes collected now past the read buffer's size, before
+    /// their handlers run (see
+    /// [`Server::max_buffered_body_bytes`](crate::Server::max_buffered_body_bytes)).
+    pub buffered_body_bytes: u64,
     /// Worker threads alive now, core and on-demand ones (see
     /// [`Server::max_workers`](crate::Server::max_workers)).
     pub threads: u64,
@@ -56,6 +60,7 @@ pub struct Stats {
 }
 
 /// Thread counts for a [`Stats`] snapshot.
+#[derive(Default)]
 pub(crate) struct Threads {
     pub(crate) live: usize,
     pub(crate) idle: usize,
@@ -79,6 +84,8 @@ pub(crate) struct Counters {
     body_waits: Padded,
     /// Response bytes held for slow clients, shared with what holds them.
     unsent: Arc<AtomicU64>,
+    /// Request bytes collected past the read buffer's size, likewise.
+    buffered: Arc<AtomicU64>,
 }
 
 /// A count of response bytes held for a slow client, given back when
@@ -93,6 +100,14 @@ impl Drop for Held {
     fn drop(&mut self) {
         self.total.fetch_sub(self.bytes, Relaxed);
     }
+}
+
+/// `bytes` more of the budget `total` counts, unless that would pass `cap`.
+fn take(total: &Arc<AtomicU64>, bytes: u64, cap: u64) -> Option<Held> {
+    total
+        .fetch_update(Relaxed, Relaxed, |t| t.checked_add(bytes).filter(|&t| t <= cap))
+        .ok()
+        .map(|_| Held { total: total.clone(), bytes })
 }
 
 #[derive(Debug, Default)]
@@ -149,10 +164,13 @@ impl Counters {
     /// Counts `bytes` held for a slow client, unless the total would pass
     /// `cap`.
     pub(crate) fn hold(&self, bytes: u64, cap: u64) -> Option<Held> {
-        self.unsent
-            .fetch_update(Relaxed, Relaxed, |total| total.checked_add(bytes).filter(|&t| t <= cap))
-            .ok()
-            .map(|_| Held { total: self.unsent.clone(), bytes })
+        take(&self.unsent, bytes, cap)
+    }
+
+    /// Counts `bytes` of a request collected before its handler runs,
+    /// unless the total would pass `cap`.
+    pub(crate) fn hold_body(&self, bytes: u64, cap: u64) -> Option<Held> {
+        take(&self.buffered, bytes, cap)
     }
 
     /// Response bytes held for slow clients now.
@@ -178,6 +196,7 @@ impl Counters {
             rejected: self.rejected.get(),
             unsent_bytes: self.unsent.load(Relaxed),
             body_waits: self.body_waits.get(),
+            buffered_body_bytes: self.buffered.load(Relaxed),
             threads: threads.live as u64,
             busy_threads: threads.live.saturating_sub(threads.idle) as u64,
             idle_threads: threads.idle as u64,

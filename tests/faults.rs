@@ -342,12 +342,15 @@ fn an_unwanted_body_that_stalls_is_given_up_and_the_response_stands() {
         .unwrap()
         .workers(1)
         .max_workers(1)
+        .body_buffer_bytes(0)
         .spawn(|_: &mut Request| Response::text("not reading that"))
         .unwrap();
     let mut conn = connect(server.local_addr());
-    // Chunked, so it is the handler's to read; it does not, and the client
-    // stops sending: the worker drains for about a second, then closes.
-    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+    // More than the read buffer holds of a chunked body, so it is the
+    // handler's to read; it does not, and the client stops sending: the
+    // worker drains for about a second, then closes.
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n8000\r\n");
+    send(&mut conn, &[b'x'; 24_000]);
     let started = Instant::now();
     let reply = read_reply(&mut conn, false).unwrap();
     assert_eq!((reply.status, &reply.body[..]), (200, &b"not reading that"[..]));
@@ -580,8 +583,8 @@ fn a_client_taking_a_stream_faster_than_the_least_rate_gets_all_of_it() {
     assert!(server.shutdown());
 }
 
-/// A body too large to be collected while parked (the handler reads it),
-/// trickled a byte every 50 ms: each wait is well within the read timeout,
+/// A body the handler reads on its worker (the client asked for `100
+/// Continue`, so it is not collected first), trickled a byte every 50 ms: each wait is well within the read timeout,
 /// but the waits add up past what the least rate allows (the read timeout
 /// plus a second per `body_min_rate` bytes), and the client gets `408` long
 /// before the body timeout. With no least rate it would be read whole.
@@ -595,7 +598,9 @@ fn a_body_trickled_below_the_least_rate_is_cut_with_408() {
         .spawn(echo)
         .unwrap();
     let mut conn = connect(server.local_addr());
-    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n");
+    // Asking for `100 Continue`, so the body is not collected before the
+    // handler runs: the handler reads it, on its worker.
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n");
     let mut writer = conn.get_ref().try_clone().unwrap();
     let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let done = answered.clone();
@@ -608,6 +613,9 @@ fn a_body_trickled_below_the_least_rate_is_cut_with_408() {
         }
         sent
     });
+    let mut interim = [0u8; 25];
+    conn.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
     let reply = read_reply(&mut conn, false).unwrap();
     answered.store(true, Ordering::Relaxed);
     assert_eq!(reply.status, 408);
@@ -625,24 +633,110 @@ fn a_body_trickled_below_the_least_rate_is_cut_with_408() {
 fn workers_waiting_on_bodies_are_bounded() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(2).max_workers(4).max_body_waits(1).spawn(echo).unwrap();
     let addr = server.local_addr();
-    let head = b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\n\r\n";
+    // Asking for `100 Continue`: the handlers read the bodies on workers.
+    let head = b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\nExpect: 100-continue\r\n\r\n";
+    let continued = |conn: &mut BufReader<std::net::TcpStream>| {
+        let mut interim = [0u8; 25];
+        conn.read_exact(&mut interim).unwrap();
+        assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    };
     let mut first = connect(addr);
     send(&mut first, head);
-    send(&mut first, b"a");
+    continued(&mut first);
     wait_for(&server, "a worker to wait on the first body", |s| s.body_waits == 1);
     let mut second = connect(addr);
     send(&mut second, head);
-    send(&mut second, b"b");
+    continued(&mut second);
     let refused = read_reply(&mut second, false).unwrap();
     assert_eq!((refused.status, refused.header("connection")), (503, Some("close")));
     // A request without a body is served meanwhile.
     let mut plain = connect(addr);
     send(&mut plain, &get("/"));
     assert_eq!(read_reply(&mut plain, false).unwrap().status, 200);
-    send(&mut first, &[b'a'; 29_999]);
+    send(&mut first, &[b'a'; 30_000]);
     let reply = read_reply(&mut first, false).unwrap();
     assert_eq!((reply.status, reply.body.len()), (200, 30_000));
     let stats = wait_for(&server, "the wait to end", |s| s.body_waits == 0);
     assert_eq!(stats.rejected, 1);
+    assert!(server.shutdown());
+}
+
+/// Bodies larger than the read buffer are collected while their connections
+/// wait parked, up to `body_buffer_bytes` (64 KiB): clients trickling a
+/// 40 KB body, with a length or chunked, hold no worker of a one-worker
+/// server, and a new client is served meanwhile. The bytes collected past
+/// the read buffer are counted while they wait, and given back.
+#[test]
+fn clients_trickling_large_bodies_hold_no_worker() {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).max_workers(1).spawn(echo).unwrap();
+    let addr = server.local_addr();
+    let mut slow: Vec<_> = (0..4).map(|_| connect(addr)).collect();
+    for (i, conn) in slow.iter_mut().enumerate() {
+        let framing = if i % 2 == 0 { "Content-Length: 40000" } else { "Transfer-Encoding: chunked" };
+        send(conn, format!("POST / HTTP/1.1\r\nHost: t\r\n{framing}\r\n\r\n").as_bytes());
+        if i % 2 == 1 {
+            send(conn, b"9c40\r\n");
+        }
+        send(conn, &[b'z'; 25_000]);
+    }
+    let stats = wait_for(&server, "every body to wait parked", |s| s.parked == 4 && s.buffered_body_bytes > 0);
+    assert_eq!(stats.body_waits, 0, "no handler reads a body yet");
+    let mut fresh = connect(addr);
+    fresh.get_ref().set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    send(&mut fresh, &get("/"));
+    assert_eq!(read_reply(&mut fresh, false).expect("served within 1 s").status, 200);
+    for (i, conn) in slow.iter_mut().enumerate() {
+        send(conn, &[b'z'; 15_000]);
+        if i % 2 == 1 {
+            send(conn, b"\r\n0\r\n\r\n");
+        }
+        let reply = read_reply(conn, false).unwrap();
+        assert_eq!((reply.status, reply.body.len()), (200, 40_000));
+    }
+    wait_for(&server, "the budget to be given back", |s| s.buffered_body_bytes == 0);
+    assert!(server.shutdown());
+}
+
+/// Past the server-wide budget (`max_buffered_body_bytes`) a body is not
+/// collected: its handler runs at once and reads it on a worker. And of a
+/// body larger than `body_buffer_bytes`, that much is collected first,
+/// then the handler reads the rest as it comes.
+#[test]
+fn collecting_bodies_stops_at_the_budget_and_at_the_per_request_size() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .max_workers(2)
+        .max_buffered_body_bytes(50_000)
+        .spawn(echo)
+        .unwrap();
+    let addr = server.local_addr();
+    let head = b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 40000\r\n\r\n";
+    let mut first = connect(addr);
+    send(&mut first, head);
+    send(&mut first, &[b'a'; 25_000]);
+    wait_for(&server, "the first body to be collected", |s| s.parked == 1 && s.buffered_body_bytes > 0);
+    let mut second = connect(addr);
+    send(&mut second, head);
+    send(&mut second, &[b'b'; 25_000]);
+    let stats = wait_for(&server, "the second handler to wait on its body", |s| s.body_waits == 1);
+    assert!(stats.buffered_body_bytes <= 50_000);
+    for (conn, byte) in [(&mut first, b'a'), (&mut second, b'b')] {
+        send(conn, &[byte; 15_000]);
+        let reply = read_reply(conn, false).unwrap();
+        assert_eq!((reply.status, reply.body), (200, vec![byte; 40_000]));
+    }
+    assert!(server.shutdown());
+    // 200 000 bytes: the first 64 KiB are collected, then the handler runs.
+    let server = Server::bind("127.0.0.1:0").unwrap().spawn(echo).unwrap();
+    let mut large = connect(server.local_addr());
+    send(&mut large, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 200000\r\n\r\n");
+    send(&mut large, &[b'c'; 60_000]);
+    wait_for(&server, "the body to be collected", |s| s.parked == 1 && s.buffered_body_bytes > 0);
+    send(&mut large, &[b'c'; 10_000]);
+    wait_for(&server, "the handler to read the rest", |s| s.body_waits == 1);
+    send(&mut large, &[b'c'; 130_000]);
+    let reply = read_reply(&mut large, false).unwrap();
+    assert_eq!((reply.status, reply.body.len()), (200, 200_000));
     assert!(server.shutdown());
 }

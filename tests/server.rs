@@ -268,6 +268,8 @@ fn a_connection_that_waited_for_its_body_is_served_again() {
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(2)
+        // The handler sees the body's bytes as they come.
+        .body_buffer_bytes(0)
         .spawn(move |req: &mut Request| {
             if req.path() != "/upload" {
                 return Response::text("next");

@@ -171,6 +171,8 @@ mod tls {
             .unwrap()
             .workers(2)
             .tls(server_config)
+            // The handler reads the body (nothing is collected first).
+            .body_buffer_bytes(0)
             .body_read_timeout(std::time::Duration::from_millis(300))
             .body_timeout(std::time::Duration::from_millis(600))
             .spawn(|req: &mut Request| match req.read_body(1 << 20) {

@@ -4,9 +4,11 @@
 use std::mem;
 use std::time::{Duration, Instant};
 
+use crate::body::ChunkedDecoder;
 use crate::config::Config;
 use crate::outbox::Unsent;
 use crate::parse::{Limits, trim_empty_lines};
+use crate::stats::Held;
 
 /// Read buffers a worker keeps for reuse.
 const POOLED_BUFFERS: usize = 8;
@@ -83,8 +85,12 @@ enum Reparse {
     /// The last parse of `len` bytes found an unfinished head: only a new
     /// line end, twice the bytes, or crossing a size limit can change that.
     Head { len: usize },
-    /// The head is whole; its small body is awaited until `len` bytes are in.
-    Body { len: usize },
+    /// The head (`head` bytes) is whole; its body, or the first part of it
+    /// the server collects, is awaited until `len` bytes are in.
+    Body { head: usize, len: usize },
+    /// The head is whole and its chunked body is awaited, read as it comes
+    /// (see [`ChunkScan`]).
+    Chunked(ChunkScan),
 }
 
 /// Per-connection state that survives parking.
@@ -104,6 +110,9 @@ pub(crate) struct ConnState {
     /// monitor ticks): the next calls are expected to block too, until
     /// [`SLOW_MEMORY`] quick ones in a row.
     slow_score: u8,
+    /// The server-wide budget for collecting the request's body past the
+    /// read buffer's size, until the request is answered.
+    budget: Budget,
 }
 
 impl Default for ConnState {
@@ -123,6 +132,7 @@ impl ConnState {
             phase: Phase::Waiting { since: accepted, first: true },
             requests: 0,
             slow_score: 0,
+            budget: Budget::Untouched,
         }
     }
 
@@ -133,10 +143,26 @@ impl ConnState {
             Phase::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
             // Stamped by every park; a connection never parks without it.
             Phase::Waiting { since: None, .. } => None,
-            Phase::Head { since } => after(*since, config.head_timeout),
+            Phase::Head { since } => after(*since, config.head_timeout.saturating_add(self.body_allowance(config))),
             Phase::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
             Phase::Lingering { until } => Some(*until),
         }
+    }
+
+    /// The time a body being collected has earned beyond the head timeout:
+    /// a second per `body_min_rate` bytes received (the body timeout when
+    /// there is no least rate).
+    fn body_allowance(&self, config: &Config) -> Duration {
+        let head = match self.reparse {
+            Reparse::Body { head, .. } | Reparse::Chunked(ChunkScan { head, .. }) => head,
+            _ => return Duration::ZERO,
+        };
+        let rate = config.body_min_rate;
+        if rate == 0 {
+            return config.body_timeout;
+        }
+        let received = (self.end - self.start).saturating_sub(head) as u128;
+        Duration::from_nanos(u64::try_from(received * 1_000_000_000 / u128::from(rate)).unwrap_or(u64::MAX))
     }
 
     /// What happens when [`ConnState::deadline`] passes.
@@ -230,7 +256,8 @@ impl ConnState {
 
     /// Room to read into: empty lines before an unfinished head are dropped,
     /// unparsed bytes move to the front of a full buffer, and a small one
-    /// grows (doubling, up to `size`).
+    /// grows (doubling, up to `size`, or to the bytes a body being collected
+    /// needs).
     pub(crate) fn read_space(&mut self, size: usize) -> &mut [u8] {
         if let (Reparse::Head { len }, Some(b'\r' | b'\n')) = (self.reparse, self.unparsed().first()) {
             self.drop_empty_lines(len);
@@ -241,8 +268,8 @@ impl ConnState {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
                 (self.start, self.end) = (0, self.end - self.start);
-            } else if self.buf.len() < size {
-                let grown = (self.buf.len() * 2).clamp(MIN_OWN_BUFFER, size);
+            } else if self.buf.len() < size.max(self.awaited_len()) {
+                let grown = (self.buf.len() * 2).clamp(MIN_OWN_BUFFER, size.max(self.awaited_len()));
                 self.buf.resize(grown, 0);
             }
         }
@@ -331,6 +358,7 @@ impl ConnState {
             (self.start, self.end) = (0, 0);
         }
         self.reparse = Reparse::Now;
+        self.budget = Budget::Untouched;
         if !matches!(self.phase, Phase::Sending { .. } | Phase::Lingering { .. }) {
             self.phase = Phase::Waiting { since: None, first: false };
         }
@@ -368,7 +396,9 @@ impl ConnState {
         let len = self.end - self.start;
         match self.reparse {
             Reparse::Now => true,
-            Reparse::Body { len: needed } => len >= needed,
+            Reparse::Body { len: needed, .. } => len >= needed,
+            // Decided by `scan_awaited`.
+            Reparse::Chunked(_) => false,
             Reparse::Head { len: old } => {
                 let crossed = |limit: usize| old < limit && len >= limit;
                 let (seen, new) = self.unparsed().split_at(old.min(len));
@@ -399,8 +429,64 @@ impl ConnState {
     }
 
     /// The head is whole; its body is awaited until `len` bytes are in.
-    pub(crate) fn await_body(&mut self, len: usize) {
-        self.reparse = Reparse::Body { len };
+    pub(crate) fn await_body(&mut self, head: usize, len: usize) {
+        self.reparse = Reparse::Body { head, len };
+    }
+
+    /// Awaits a chunked body, `scan` having read what is here, until it
+    /// ends or its limit is in.
+    pub(crate) fn await_chunked(&mut self, scan: ChunkScan) {
+        self.reparse = Reparse::Chunked(scan);
+    }
+
+    /// True when the body being collected needs the buffer to grow past
+    /// `size` and has no share of the server-wide budget for it yet.
+    pub(crate) fn needs_budget(&self, size: usize) -> bool {
+        matches!(self.budget, Budget::Untouched)
+            && self.awaited_len() > size
+            && self.start == 0
+            && self.end == self.buf.len()
+            && self.buf.len() >= size
+    }
+
+    /// The bytes of the share [`ConnState::needs_budget`] asks for.
+    pub(crate) fn budget_wanted(&self) -> u64 {
+        self.awaited_len() as u64
+    }
+
+    /// The share was given: collecting goes on past the read buffer.
+    pub(crate) fn budget_given(&mut self, held: Held) {
+        self.budget = Budget::Held { _share: held };
+    }
+
+    /// The server-wide budget is spent: the request is collected no
+    /// further than the read buffer holds, and parsed again to go on.
+    pub(crate) fn budget_refused(&mut self) {
+        self.budget = Budget::Spent;
+        self.reparse = Reparse::Now;
+    }
+
+    /// True when this request may not collect past the read buffer.
+    pub(crate) fn budget_spent(&self) -> bool {
+        matches!(self.budget, Budget::Spent)
+    }
+
+    /// The bytes a body being collected needs in the buffer, from the
+    /// first unparsed byte; 0 when none is.
+    fn awaited_len(&self) -> usize {
+        match self.reparse {
+            Reparse::Body { len, .. } => len,
+            Reparse::Chunked(ChunkScan { limit, .. }) => limit,
+            _ => 0,
+        }
+    }
+
+    /// Reads what arrived of a chunked body being collected; once it ended,
+    /// failed or reached its limit, the head is parsed again (and the body
+    /// scanned once more, whole, to decide).
+    pub(crate) fn scan_awaited(&mut self) {
+        let Reparse::Chunked(mut scan) = self.reparse else { return };
+        self.reparse = if scan.advance(self.unparsed()) { Reparse::Now } else { Reparse::Chunked(scan) };
     }
 
     /// Bytes changed in place (a rewritten version): parse again.
@@ -423,5 +509,60 @@ impl ConnState {
     #[cfg(test)]
     pub(crate) fn buffer_len(&self) -> usize {
         self.buf.len()
+    }
+}
+
+/// A request's share of the server-wide budget for collected bodies.
+#[derive(Debug)]
+enum Budget {
+    /// Not asked for: the request fits in the read buffer so far.
+    Untouched,
+    /// Given back when dropped.
+    Held { _share: Held },
+    /// Refused: collecting stops at the read buffer's size.
+    Spent,
+}
+
+/// A chunked body read as it arrives, to tell when it has ended; what it
+/// decodes is not kept (the handler's reader decodes the bytes again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChunkScan {
+    head: usize,
+    /// Offset, from the head's first byte, of the first byte not yet read.
+    scanned: usize,
+    limit: usize,
+    max_body: u64,
+    /// Body bytes decoded so far.
+    decoded: u64,
+    decoder: ChunkedDecoder,
+}
+
+impl ChunkScan {
+    /// A body after a head of `head` bytes, collected up to `limit` bytes
+    /// (head included), of at most `max_body` bytes.
+    pub(crate) fn new(head: usize, limit: usize, max_body: u64) -> ChunkScan {
+        ChunkScan { head, scanned: head, limit, max_body, decoded: 0, decoder: ChunkedDecoder::new() }
+    }
+
+    /// Reads the bytes of `unparsed` (the head first) not read yet. True
+    /// when that settles it: the body ended, its framing is wrong or a
+    /// chunk is larger than the body may be (the handler's reader answers
+    /// either at once), or `limit` bytes are in.
+    pub(crate) fn advance(&mut self, unparsed: &[u8]) -> bool {
+        let mut sink = [0u8; 1024];
+        while self.scanned < unparsed.len() && !self.decoder.is_done() {
+            match self.decoder.decode(&unparsed[self.scanned..], &mut sink) {
+                Ok((0, 0)) => break,
+                Ok((used, produced)) => {
+                    self.scanned += used;
+                    self.decoded += produced as u64;
+                }
+                Err(_) => return true,
+            }
+            if self.decoded.saturating_add(self.decoder.chunk_left()) > self.max_body {
+                return true;
+            }
+        }
+        self.decoder.is_done() || unparsed.len() >= self.limit
     }
 }

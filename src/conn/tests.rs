@@ -215,9 +215,11 @@ fn an_unread_body_is_drained_never_parsed_as_a_request() {
 
 #[test]
 fn a_body_too_long_to_drain_closes_the_connection() {
-    let config = Config { max_drain_bytes: 10, ..Config::default() };
+    // Nothing collected before the handler runs but what the read buffer
+    // holds: the handler is called with most of the body still to come.
+    let config = Config { max_drain_bytes: 10, body_buffer_bytes: 0, ..Config::default() };
     let mut req = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n".to_vec();
-    req.extend_from_slice(&[b'x'; 20_000]);
+    req.extend_from_slice(&[b'x'; 30_000]);
     let r = run_with(config, &hello, &[&req], false);
     assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.wire);
     assert!(r.wire.contains("Connection: close\r\n"));
@@ -463,8 +465,10 @@ fn answers_to_a_pipelined_burst_the_client_does_not_read_wait_parked() {
 fn answers_a_slow_client_has_not_taken_go_out_before_a_handler_waits_for_a_body() {
     let handler = |req: &mut Request<'_>| if req.method() == "GET" { hello(req) } else { echo(req) };
     let mut s = Served::new(&handler);
+    // The client waits for `100 Continue`, so the body is not collected
+    // first: the handler waits for it.
     let mut io = Script::new(&[
-        b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
         b"5\r\nhello\r\n0\r\n\r\n",
     ]);
     io.release();
@@ -480,7 +484,7 @@ fn answers_a_slow_client_has_not_taken_go_out_before_a_handler_waits_for_a_body(
     assert_eq!(s.serve(&mut io), Next::Park);
     assert_eq!(s.conn.requests, 2);
     let echoed = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
-    assert_wire(&io.written, &format!("{HELLO}{echoed}"));
+    assert_wire(&io.written, &format!("{HELLO}HTTP/1.1 100 Continue\r\n\r\n{echoed}"));
 }
 
 #[test]
@@ -603,6 +607,29 @@ fn a_parked_connection_keeps_only_its_unparsed_bytes() {
     assert!(s.conn.buffer_len() <= 512, "kept {} bytes", s.conn.buffer_len());
     assert!(matches!(s.conn.phase, Phase::Head { .. }));
     assert_eq!(s.scratch.buffers.len(), 1, "the full buffer went back to the worker");
+}
+
+/// A body collected while parked is under the head deadline, plus a second
+/// for every `body_min_rate` bytes of it received: a client that keeps up
+/// the least rate is not cut, one that does not gets `408` as a head would.
+/// Past the read buffer, it takes a share of the server-wide budget, given
+/// back once the request is answered.
+#[test]
+fn a_body_being_collected_earns_time_at_the_least_rate() {
+    let mut s = Served::new(&echo);
+    s.config.body_min_rate = 1000;
+    let mut io =
+        Script::new(&[b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 40000\r\n\r\n", &[b'x'; 5000], &[b'x'; 35_000]]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    let first = s.conn.deadline(&s.config).unwrap();
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.deadline(&s.config).unwrap() - first, Duration::from_secs(5));
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert!(io.written.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert_eq!(s.counters.snapshot(0, 0, Default::default()).buffered_body_bytes, 0);
 }
 
 #[test]

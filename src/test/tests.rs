@@ -140,11 +140,13 @@ fn expect_continue_gets_100_only_when_the_handler_reads() {
     assert!(!resp.is_kept_alive(), "the body was never asked for");
 }
 
+/// A chunked body is collected before the handler runs, as a short one
+/// with a length is: cut short, the server waits for the rest (on a socket,
+/// until the head deadline: `408`).
 #[test]
-fn a_body_cut_short_times_out_with_408() {
-    let resp = TestRequest::post("/").header("Transfer-Encoding", "chunked").body("5\r\nab").send(&echo);
-    assert_eq!(resp.status(), 408);
-    assert!(!resp.is_kept_alive());
+#[should_panic(expected = "waits for the rest of the request")]
+fn a_chunked_body_cut_short_is_reported() {
+    TestRequest::post("/").header("Transfer-Encoding", "chunked").body("5\r\nab").send(&echo);
 }
 
 #[test]
