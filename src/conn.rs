@@ -38,7 +38,7 @@ use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
 
 use state::ChunkScan;
-pub(crate) use state::{ConnState, Expiry, Phase, Then, after, is_past};
+pub(crate) use state::{ConnState, Expiry, Phase, Then, is_past};
 
 /// How long a connection closing after an error answer goes on reading
 /// (and discarding) what the client still sends: [`close_lingering`].
@@ -241,7 +241,8 @@ fn pick_up<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
     match &conn.phase {
         Phase::Sending { .. } => resume_sending(conn, io, cx),
         Phase::Lingering { until } => Some(linger(conn, io, cx, *until)),
-        Phase::Head { since } if is_past(after(*since, cx.config.head_timeout), Instant::now()) => {
+        // The head deadline, and what a body being collected has earned.
+        Phase::Head { .. } if is_past(conn.deadline(cx.config), Instant::now()) => {
             cx.counters.timeout();
             Some(answer_error(conn, io, cx, 408))
         }
@@ -305,8 +306,9 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
 /// client waits for `100 Continue`, nor at shutdown (nothing parks: the
 /// handler reads it). Collecting past the read buffer's size takes a share
 /// of the server-wide budget (`max_buffered_body_bytes`) when the buffer is
-/// about to grow (see [`read_more`]), until the request is answered; with
-/// none left, it stops at the read buffer's size.
+/// about to grow (see [`read_more`]), held until the buffer shrinks back
+/// (`ConnState::detach`); with none left, it stops at the read buffer's
+/// size.
 fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Option<Await> {
     if head.body == BodyKind::Empty || head.expect_continue || cx.is_stopping() {
         return None;
@@ -372,7 +374,10 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
     }
     let size = cx.config.read_buffer_size();
     if conn.needs_budget(size) {
-        match cx.counters.hold_body(conn.budget_wanted(), cx.config.max_buffered_body_bytes) {
+        // What the buffer may grow by: a body is collected up to
+        // `body_buffer_bytes` past a head shorter than the read buffer.
+        let share = cx.config.body_buffer_bytes as u64;
+        match cx.counters.hold_body(share, cx.config.max_buffered_body_bytes) {
             Some(held) => conn.budget_given(held),
             None => {
                 // The body's handler takes over from what is here.
@@ -409,14 +414,23 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
 }
 
 /// At shutdown nothing parks, but a request begun is finished: the worker
-/// waits for the rest of its head, within its deadline. `None` otherwise.
+/// waits for the rest of its head, within its deadline, or hands a body
+/// being collected to its handler. `None` otherwise.
 fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Read> {
     if !cx.is_stopping() {
         return None;
     }
+    if conn.collecting_body() {
+        // Its head is whole: the handler reads the body (nothing is
+        // collected while stopping), under the body's own timeouts.
+        conn.reparse_now();
+        return Some(Read::Got);
+    }
     conn.begin_head(Instant::now());
-    let Phase::Head { since } = conn.phase else { return None };
-    let left = after(since, cx.config.head_timeout).map(|d| d.saturating_duration_since(Instant::now()));
+    if !matches!(conn.phase, Phase::Head { .. }) {
+        return None;
+    }
+    let left = conn.deadline(cx.config).map(|d| d.saturating_duration_since(Instant::now()));
     match io.wait(Ready::Readable, left.unwrap_or(Duration::MAX)) {
         Ok(()) => Some(Read::Got),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {

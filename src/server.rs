@@ -397,11 +397,14 @@ impl Server {
         self
     }
 
-    /// Most bytes, server-wide, of requests collected past the read
-    /// buffer's size (see [`body_buffer_bytes`](Server::body_buffer_bytes)):
-    /// past it a request's handler runs as soon as its head is in, and reads
-    /// the body itself (bounded by [`max_body_waits`](Server::max_body_waits)
-    /// and [`body_min_rate`](Server::body_min_rate)). Default:
+    /// Most bytes, server-wide, by which read buffers may grow past their
+    /// usual size to collect bodies (see
+    /// [`body_buffer_bytes`](Server::body_buffer_bytes)): a buffer about to
+    /// grow takes `body_buffer_bytes` of it, and gives it back once it is
+    /// its usual size again. With none left, a body is collected no further
+    /// than the usual buffer and its handler reads the rest itself (bounded
+    /// by [`max_body_waits`](Server::max_body_waits) and
+    /// [`body_min_rate`](Server::body_min_rate)). Default:
     /// [`DEFAULT_MAX_BUFFERED_BODY_BYTES`](crate::DEFAULT_MAX_BUFFERED_BODY_BYTES).
     pub fn max_buffered_body_bytes(mut self, n: u64) -> Server {
         self.config.max_buffered_body_bytes = n;

@@ -40,8 +40,9 @@ pub struct Stats {
     /// Workers waiting now for request body bytes a handler asked for (see
     /// [`Server::max_body_waits`](crate::Server::max_body_waits)).
     pub body_waits: u64,
-    /// Request bytes collected now past the read buffer's size, before
-    /// their handlers run (see
+    /// Bytes of the server-wide budget for collected bodies that read
+    /// buffers grown past their usual size hold now (each
+    /// `body_buffer_bytes`; see
     /// [`Server::max_buffered_body_bytes`](crate::Server::max_buffered_body_bytes)).
     pub buffered_body_bytes: u64,
     /// Worker threads alive now, core and on-demand ones (see
@@ -84,7 +85,7 @@ pub(crate) struct Counters {
     body_waits: Padded,
     /// Response bytes held for slow clients, shared with what holds them.
     unsent: Arc<AtomicU64>,
-    /// Request bytes collected past the read buffer's size, likewise.
+    /// The budget read buffers grown for collected bodies hold, likewise.
     buffered: Arc<AtomicU64>,
 }
 
@@ -167,8 +168,8 @@ impl Counters {
         take(&self.unsent, bytes, cap)
     }
 
-    /// Counts `bytes` of a request collected before its handler runs,
-    /// unless the total would pass `cap`.
+    /// Counts `bytes` a read buffer may grow by to collect a body, unless
+    /// the total would pass `cap`.
     pub(crate) fn hold_body(&self, bytes: u64, cap: u64) -> Option<Held> {
         take(&self.buffered, bytes, cap)
     }

@@ -110,9 +110,12 @@ pub(crate) struct ConnState {
     /// monitor ticks): the next calls are expected to block too, until
     /// [`SLOW_MEMORY`] quick ones in a row.
     slow_score: u8,
-    /// The server-wide budget for collecting the request's body past the
-    /// read buffer's size, until the request is answered.
-    budget: Budget,
+    /// The share of the server-wide budget for collected bodies that a
+    /// buffer grown past the read buffer's size holds, until it shrinks back.
+    share: Option<Held>,
+    /// The budget was spent when this request's body needed more room: it
+    /// is collected no further than the read buffer.
+    refused: bool,
 }
 
 impl Default for ConnState {
@@ -132,7 +135,8 @@ impl ConnState {
             phase: Phase::Waiting { since: accepted, first: true },
             requests: 0,
             slow_score: 0,
-            budget: Budget::Untouched,
+            share: None,
+            refused: false,
         }
     }
 
@@ -268,12 +272,18 @@ impl ConnState {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
                 (self.start, self.end) = (0, self.end - self.start);
-            } else if self.buf.len() < size.max(self.awaited_len()) {
-                let grown = (self.buf.len() * 2).clamp(MIN_OWN_BUFFER, size.max(self.awaited_len()));
+            } else if self.buf.len() < self.room_allowed(size) {
+                let grown = (self.buf.len() * 2).clamp(MIN_OWN_BUFFER, self.room_allowed(size));
                 self.buf.resize(grown, 0);
             }
         }
         &mut self.buf[self.end..]
+    }
+
+    /// How large the buffer may grow: `size`, or what a body being
+    /// collected needs once the buffer holds a share of the budget.
+    fn room_allowed(&self, size: usize) -> usize {
+        if self.share.is_some() { size.max(self.awaited_len()) } else { size }
     }
 
     /// `n` bytes were read into [`ConnState::read_space`].
@@ -296,6 +306,23 @@ impl ConnState {
         }
         self.stamp(now);
         let pending = self.end - self.start;
+        if self.buf.len() > size && pending > size {
+            // Grown for a body, and still holding one: it keeps its share.
+            self.make_body_room();
+            return;
+        }
+        if self.buf.len() > size {
+            // Grown for a body now answered: what is left moves to a buffer
+            // of the usual size (or smaller), and the share goes back.
+            let mut own = vec![0; (pending * 2).clamp(MIN_OWN_BUFFER, size)];
+            #[cfg(test)]
+            crate::parse::work::copied(pending);
+            own[..pending].copy_from_slice(self.unparsed());
+            self.buf = own;
+            (self.start, self.end) = (0, pending);
+            self.share = None;
+            return;
+        }
         if self.buf.len() < size || pending * 2 >= size {
             // Its own buffer, or a head that would need one as large.
             self.make_body_room();
@@ -358,7 +385,7 @@ impl ConnState {
             (self.start, self.end) = (0, 0);
         }
         self.reparse = Reparse::Now;
-        self.budget = Budget::Untouched;
+        self.refused = false;
         if !matches!(self.phase, Phase::Sending { .. } | Phase::Lingering { .. }) {
             self.phase = Phase::Waiting { since: None, first: false };
         }
@@ -440,35 +467,37 @@ impl ConnState {
     }
 
     /// True when the body being collected needs the buffer to grow past
-    /// `size` and has no share of the server-wide budget for it yet.
+    /// `size` and the buffer holds no share of the server-wide budget.
     pub(crate) fn needs_budget(&self, size: usize) -> bool {
-        matches!(self.budget, Budget::Untouched)
+        self.share.is_none()
+            && !self.refused
             && self.awaited_len() > size
             && self.start == 0
             && self.end == self.buf.len()
             && self.buf.len() >= size
     }
 
-    /// The bytes of the share [`ConnState::needs_budget`] asks for.
-    pub(crate) fn budget_wanted(&self) -> u64 {
-        self.awaited_len() as u64
-    }
-
-    /// The share was given: collecting goes on past the read buffer.
+    /// The share was given: the buffer may grow past the read buffer's
+    /// size, as far as a body being collected needs.
     pub(crate) fn budget_given(&mut self, held: Held) {
-        self.budget = Budget::Held { _share: held };
+        self.share = Some(held);
     }
 
     /// The server-wide budget is spent: the request is collected no
     /// further than the read buffer holds, and parsed again to go on.
     pub(crate) fn budget_refused(&mut self) {
-        self.budget = Budget::Spent;
+        self.refused = true;
         self.reparse = Reparse::Now;
+    }
+
+    /// True while a body is being collected (its head is whole).
+    pub(crate) fn collecting_body(&self) -> bool {
+        matches!(self.reparse, Reparse::Body { .. } | Reparse::Chunked(_))
     }
 
     /// True when this request may not collect past the read buffer.
     pub(crate) fn budget_spent(&self) -> bool {
-        matches!(self.budget, Budget::Spent)
+        self.refused
     }
 
     /// The bytes a body being collected needs in the buffer, from the
@@ -510,17 +539,6 @@ impl ConnState {
     pub(crate) fn buffer_len(&self) -> usize {
         self.buf.len()
     }
-}
-
-/// A request's share of the server-wide budget for collected bodies.
-#[derive(Debug)]
-enum Budget {
-    /// Not asked for: the request fits in the read buffer so far.
-    Untouched,
-    /// Given back when dropped.
-    Held { _share: Held },
-    /// Refused: collecting stops at the read buffer's size.
-    Spent,
 }
 
 /// A chunked body read as it arrives, to tell when it has ended; what it

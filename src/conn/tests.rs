@@ -632,6 +632,71 @@ fn a_body_being_collected_earns_time_at_the_least_rate() {
     assert_eq!(s.counters.snapshot(0, 0, Default::default()).buffered_body_bytes, 0);
 }
 
+/// The time a body being collected has earned counts when its next bytes
+/// arrive, not only when the monitor looks: a client past the head timeout
+/// but ahead of the least rate is not cut. (The next turn checked the head
+/// timeout alone, and answered `408`.)
+#[test]
+fn the_time_a_body_earned_counts_at_its_next_arrival() {
+    let mut head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 30000\r\n\r\n".to_vec();
+    head.extend_from_slice(&[b'x'; 20_000]);
+    let config = Config { head_timeout: Duration::ZERO, body_min_rate: 1024, ..Config::default() };
+    let r = run_with(config, &echo, &[&head, &[b'x'; 10_000]], false);
+    assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "{}", &r.wire[..r.wire.len().min(200)]);
+}
+
+/// A buffer grown past its usual size for a body holds a share of the
+/// server-wide budget for as long as it is that large, whatever request it
+/// then holds: after the first body is answered with the start of the next
+/// request behind it, and while the second body is collected into it. (The
+/// share went back with the first answer while the grown buffer stayed,
+/// and the second body was collected into it with no share.)
+#[test]
+fn a_grown_buffer_holds_its_share_until_it_shrinks() {
+    let mut s = Served::new(&echo);
+    let mut first = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 60000\r\n\r\n".to_vec();
+    first.extend_from_slice(&[b'x'; 60000]);
+    let mut second = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 40000\r\nX-Pad: ".to_vec();
+    second.resize(12_000, b'p');
+    let mut wire = first;
+    wire.extend_from_slice(&second);
+    let mut io = Script::new(&[&wire[..30000], &wire[30000..], b"\r\n\r\n", &[b'y'; 30000], &[b'y'; 10000]]);
+    let held = |s: &Served<'_>| s.counters.snapshot(0, 0, Default::default()).buffered_body_bytes;
+    let share = s.config.body_buffer_bytes as u64;
+    for _ in 0..4 {
+        io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        let grown = s.conn.buffer_len() > s.config.read_buffer_size();
+        assert_eq!(held(&s), if grown { share } else { 0 }, "buffer {}", s.conn.buffer_len());
+    }
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.requests, 2);
+    assert!(s.conn.buffer_len() <= s.config.read_buffer_size());
+    assert_eq!(held(&s), 0);
+}
+
+/// With the budget spent, a body is collected no further than the usual
+/// read buffer, and its handler runs once that is full. (A small buffer of
+/// the connection's own doubled past the usual size without a share.)
+#[test]
+fn without_budget_a_body_is_collected_no_further_than_the_read_buffer() {
+    static CALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let handler = |req: &mut Request<'_>| {
+        CALLED.store(true, std::sync::atomic::Ordering::Relaxed);
+        echo(req)
+    };
+    let mut s = Served::new(&handler);
+    s.config.max_buffered_body_bytes = 0;
+    let mut io = Script::new(&[b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 60000\r\n\r\n", &[b'x'; 30000]]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    io.release();
+    s.serve(&mut io);
+    assert!(CALLED.load(std::sync::atomic::Ordering::Relaxed), "the handler runs once the read buffer is full");
+    assert!(s.conn.buffer_len() <= s.config.read_buffer_size());
+}
+
 #[test]
 fn a_head_past_its_deadline_gets_408() {
     let config = Config { head_timeout: std::time::Duration::ZERO, ..Config::default() };
