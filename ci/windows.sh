@@ -41,10 +41,28 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 if [[ $what == all || $what == test ]]; then
     echo "== clippy for $target"
     cargo clippy --target "$target" --all-targets --all-features -- -D warnings
+    # One failure of a run is run again, and reported loudly: on
+    # 2026-11-25 tests/pool.rs with_every_thread_blocked_new_clients_get_
+    # backpressure_not_threads failed once in three clean-clone runs (the
+    # second blocked request never reached a handler within 10 s) and could
+    # not be reproduced in 150 runs since, under load or not. A failure that
+    # comes back fails the run.
+    suite() {
+        local log
+        log=$(mktemp)
+        if cargo test --target "$target" "$@" 2>&1 | tee "$log"; then
+            return 0
+        fi
+        grep -E '^test .* FAILED$' "$log" >"$log.failed" || true
+        echo "windows: FLAKY? these failed under Wine; running the suite again:" >&2
+        cat "$log.failed" >&2
+        cargo test --target "$target" "$@"
+        echo "windows: FLAKY: the suite passed the second time; the failures above happened once" >&2
+    }
     echo "== cargo test for $target, under Wine"
-    cargo test --target "$target"
+    suite
     echo "== cargo test --all-features for $target, under Wine"
-    cargo test --target "$target" --all-features
+    suite --all-features
 fi
 
 if [[ $what == all || $what == serve ]]; then
