@@ -302,15 +302,16 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
 /// buffer behind its head. A body is
 /// collected like the rest of a head (parked, under the head deadline plus
 /// what its bytes earn at `body_min_rate`) rather than read by the handler
-/// on a worker, so a client trickling it holds no thread. Not when the
-/// client waits for `100 Continue`, nor at shutdown (nothing parks: the
-/// handler reads it). Collecting past the read buffer's size takes a share
+/// on a worker, so a client trickling it holds no thread; at shutdown, when
+/// nothing parks, the worker waits for it under the same deadline (see
+/// [`finishing_head`]). Not when the client waits for `100 Continue`.
+/// Collecting past the read buffer's size takes a share
 /// of the server-wide budget (`max_buffered_body_bytes`) when the buffer is
 /// about to grow (see [`read_more`]), held until the buffer shrinks back
 /// (`ConnState::detach`); with none left, it stops at the read buffer's
 /// size.
 fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Option<Await> {
-    if head.body == BodyKind::Empty || head.expect_continue || cx.is_stopping() {
+    if head.body == BodyKind::Empty || head.expect_continue {
         return None;
     }
     let buffer = cx.config.read_buffer_size();
@@ -414,17 +415,11 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
 }
 
 /// At shutdown nothing parks, but a request begun is finished: the worker
-/// waits for the rest of its head, within its deadline, or hands a body
-/// being collected to its handler. `None` otherwise.
+/// waits for the rest of its head, or of a body being collected, within
+/// the deadline it would have had parked. `None` otherwise.
 fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Read> {
     if !cx.is_stopping() {
         return None;
-    }
-    if conn.collecting_body() {
-        // Its head is whole: the handler reads the body (nothing is
-        // collected while stopping), under the body's own timeouts.
-        conn.reparse_now();
-        return Some(Read::Got);
     }
     conn.begin_head(Instant::now());
     if !matches!(conn.phase, Phase::Head { .. }) {
@@ -699,7 +694,7 @@ fn respond<T: Transport, H: Handler + ?Sized>(
         None => resp,
     };
     let (mut resp, framing) = checked(resp, &head, is_head, is_connect, cx.peer);
-    let keep_alive = keep_alive(&head, &resp, framing, body_done, closing(conn, cx));
+    let keep_alive = keep_alive(&head, &resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
@@ -872,11 +867,35 @@ fn keep_alive(head: &Head, resp: &Response, framing: ResponseFraming, body_done:
 }
 
 /// True when the answer at hand must be the connection's last: at
-/// shutdown, unless another whole request is already buffered behind it.
-/// Requests received are served (the last answer says `Connection: close`);
-/// none is read from the socket any more unless its head has begun.
-fn closing<H: ?Sized>(conn: &ConnState, cx: &mut Ctx<'_, H>) -> bool {
-    cx.is_stopping() && !matches!(parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans), Ok(Some(_)))
+/// shutdown, once the client has sent nothing more. What it already sent is
+/// served — requests buffered, a head begun (finished within its deadline),
+/// and what a read finds in the socket now — each answer keeping the
+/// connection open until the last one; but no longer than the shutdown
+/// grace from when the connection first saw the stop, so a client that
+/// keeps sending cannot hold a worker past it (after that, only requests
+/// whole in the buffer are served). Requests that arrive after
+/// the answer saying `Connection: close` are not served (the close lingers
+/// over them); a client may send them again on a new connection (RFC 9112
+/// §9.3.1).
+fn closing<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> bool {
+    if !cx.is_stopping() {
+        return false;
+    }
+    if !conn.drains_at_stop(cx.config.shutdown_grace, Instant::now()) {
+        // Only the requests whole in the buffer are still served.
+        return !matches!(parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans), Ok(Some(_)));
+    }
+    if conn.has_unparsed() {
+        return false;
+    }
+    let space = conn.read_space(cx.config.read_buffer_size());
+    match io.read(space) {
+        Ok(n) if n > 0 => {
+            conn.filled(n);
+            false
+        }
+        _ => true,
+    }
 }
 
 /// Writes or queues the body after its head: one in memory up to

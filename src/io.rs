@@ -392,6 +392,10 @@ pub(crate) struct Script {
     pub(crate) completion: bool,
     /// Under `completion`: no wake-up since the last `WouldBlock`.
     pub(crate) disarmed: bool,
+    /// Waits for input that return with nothing to read, before the script
+    /// answers them as usual: readiness may wake a waiter for nothing (mio
+    /// says so; Wine's emulation of Windows does it after a registration).
+    pub(crate) spurious: u32,
 }
 
 impl Script {
@@ -488,6 +492,10 @@ impl Transport for Script {
         self.disarmed = false;
         if ready == Ready::Writable {
             self.room = None;
+            return Ok(());
+        }
+        if self.spurious > 0 {
+            self.spurious -= 1;
             return Ok(());
         }
         if !self.current.is_empty() || self.fin || (self.patient && self.arrive()) {

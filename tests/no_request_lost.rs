@@ -230,6 +230,30 @@ fn shutdown_answers_a_request_whose_body_is_still_arriving() {
     assert!(server.join());
 }
 
+/// A body being collected when shutdown begins keeps its deadline: the
+/// head timeout from the head's first byte, plus what its bytes earn. (It
+/// was handed to the handler instead, which waited for it under the body
+/// read timeout, 6 s here, from the shutdown on.)
+#[test]
+fn shutdown_keeps_the_deadline_of_a_body_being_collected() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .head_timeout(Duration::from_secs(1))
+        .body_read_timeout(Duration::from_secs(6))
+        .spawn(common::echo)
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    let began = Instant::now();
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+    wait_for(&server, "the request to park awaiting its body", |s| s.parked == 1);
+    server.signal().shutdown();
+    let reply = read_reply(&mut conn, false).unwrap();
+    let took = began.elapsed();
+    assert_eq!(reply.status, 408);
+    assert!(took < Duration::from_secs(4), "answered after {took:?}");
+    assert!(server.join());
+}
+
 /// The same for a head that is not whole yet.
 #[test]
 fn shutdown_answers_a_request_whose_head_is_still_arriving() {
@@ -293,6 +317,41 @@ fn every_request_sent_before_shutdown_is_answered() {
     }
     assert!(server.join());
     assert_eq!(lost, 0, "requests sent before shutdown and never answered");
+}
+
+/// 1,000 pipelined requests (64 kB) written whole before shutdown begins;
+/// the sixth one's handler is held until the shutdown has begun. Every
+/// request is answered in order, the last saying `Connection: close`. (The
+/// worker's buffer held the first 16 KiB; what was still in the socket was
+/// thrown away by the lingering close: 680 of 1,000 lost.)
+#[test]
+fn a_pipelined_burst_sent_before_shutdown_is_answered_whole() {
+    use std::sync::{Mutex, mpsc};
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/00005" {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text(req.path().to_string())
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    conn.get_mut().write_all(&burst(1000)).unwrap();
+    entered.recv_timeout(PATIENCE).unwrap();
+    server.signal().shutdown();
+    release.send(()).unwrap();
+    for i in 0..1000 {
+        let reply = read_reply(&mut conn, false).unwrap_or_else(|e| panic!("answer {i} of 1000: {e}"));
+        assert_eq!(reply.body, format!("/{i:05}").as_bytes());
+        assert_eq!(reply.header("connection"), (i == 999).then_some("close"), "answer {i}");
+    }
+    assert!(closed(&mut conn));
+    assert!(server.join());
 }
 
 /// One client of `repeated_shutdowns_lose_no_request`: sends batches of one

@@ -116,6 +116,9 @@ pub(crate) struct ConnState {
     /// The budget was spent when this request's body needed more room: it
     /// is collected no further than the read buffer.
     refused: bool,
+    /// When this connection first saw the server stopping, while it had
+    /// requests to serve: it serves them until this plus the shutdown grace.
+    stop_seen: Option<Instant>,
 }
 
 impl Default for ConnState {
@@ -137,7 +140,15 @@ impl ConnState {
             slow_score: 0,
             share: None,
             refused: false,
+            stop_seen: None,
         }
+    }
+
+    /// At shutdown: true while this connection may go on serving requests
+    /// its client already sent, within `grace` of when it first asked.
+    pub(crate) fn drains_at_stop(&mut self, grace: Duration, now: Instant) -> bool {
+        let since = *self.stop_seen.get_or_insert(now);
+        !is_past(after(since, grace), now)
     }
 
     /// When the current park ends: a function of the phase alone.
@@ -488,11 +499,6 @@ impl ConnState {
     pub(crate) fn budget_refused(&mut self) {
         self.refused = true;
         self.reparse = Reparse::Now;
-    }
-
-    /// True while a body is being collected (its head is whole).
-    pub(crate) fn collecting_body(&self) -> bool {
-        matches!(self.reparse, Reparse::Body { .. } | Reparse::Chunked(_))
     }
 
     /// True when this request may not collect past the read buffer.
