@@ -302,7 +302,10 @@ impl Server {
     ///
     /// Handlers the program installed itself are kept and still run, and
     /// several servers may watch the signals; once the last one has
-    /// stopped, the signals end the process again. Turn it off when the
+    /// stopped, each signal does what it did before the first watched it
+    /// (ends the process, runs the program's handler, or nothing). A signal
+    /// the process ignores when the first server starts watching (SIGINT
+    /// in a shell's background job) is not watched. Turn it off when the
     /// program handles these signals itself and stops the server with a
     /// [`ShutdownSignal`]. On Windows the signals are the console's Ctrl-C
     /// and Ctrl-Break (see the README's Platforms).
@@ -311,7 +314,9 @@ impl Server {
         self
     }
 
-    /// How long [`ServerHandle::shutdown`] waits for in-flight requests.
+    /// How long [`ServerHandle::shutdown`] waits for in-flight requests;
+    /// also how long a connection goes on reading requests its client had
+    /// already sent (a client that keeps sending is not served past it).
     /// Default: [`DEFAULT_SHUTDOWN_GRACE`](crate::DEFAULT_SHUTDOWN_GRACE).
     pub fn shutdown_grace(mut self, d: Duration) -> Server {
         self.config.shutdown_grace = d;
@@ -499,11 +504,11 @@ impl Server {
             Ok(()) => thread::Builder::new().name("httpool-monitor".into()).spawn(move || monitor.run()),
             Err(e) => Err(e),
         };
-        let handle = ServerHandle { shared, addr, monitor: None, workers, signals: None };
+        let mut handle = ServerHandle { shared, addr, monitor: None, workers, signals: None };
         match monitor {
             Ok(monitor) => {
                 let _ = handle.shared.monitor.set(monitor.thread().clone());
-                let mut handle = ServerHandle { monitor: Some(monitor), ..handle };
+                handle.monitor = Some(monitor);
                 if signals {
                     match StopSignals::watch(handle.signal()) {
                         Ok(watch) => handle.signals = Some(watch),
@@ -529,8 +534,9 @@ impl Server {
 
 /// A running server.
 ///
-/// Dropping the handle leaves the server running; stop it with
-/// [`ServerHandle::shutdown`] (or a [`ShutdownSignal`] from another thread).
+/// Dropping the handle leaves the server running, watching signals if it
+/// did; stop it with [`ServerHandle::shutdown`] (or a [`ShutdownSignal`]
+/// taken before).
 pub struct ServerHandle {
     shared: Arc<Shared>,
     addr: SocketAddr,
@@ -592,6 +598,27 @@ impl ServerHandle {
         // Until here a second signal could still end the process at once.
         drop(self.signals.take());
         all
+    }
+}
+
+impl Drop for ServerHandle {
+    /// The server goes on without its handle; when it watches signals
+    /// (dropped unjoined), a thread keeps the watch until it has stopped, as
+    /// [`ServerHandle::join`] would.
+    fn drop(&mut self) {
+        let Some(signals) = self.signals.take() else { return };
+        let (shared, monitor) = (self.shared.clone(), self.monitor.take());
+        let keeper = thread::Builder::new().name("httpool-signals".into()).spawn(move || {
+            if let Some(monitor) = monitor {
+                let _ = monitor.join();
+            }
+            shared.wait_for_workers(Instant::now().checked_add(shared.config.shutdown_grace));
+            drop(signals);
+        });
+        if let Err(e) = keeper {
+            // The watch ends with the thread that could not keep it.
+            warn!("the server's handle was dropped, and no thread could keep its signal watch: {e}");
+        }
     }
 }
 

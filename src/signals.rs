@@ -9,9 +9,15 @@
 //!
 //! The first signal starts a graceful shutdown; a second one, while the
 //! server is still stopping, ends the process as the signal would have
-//! without httpool (someone pressing Ctrl-C twice means it). Once the last
-//! server watching has stopped, the signals end the process again (a
-//! handler left registered with no action would make it ignore them).
+//! without httpool (someone pressing Ctrl-C twice means it). Two signals
+//! sent so close together that the first has not been delivered when the
+//! second comes are one: the system does not queue a signal already
+//! pending, and signal-hook's iterator reports a signal once however often
+//! it came since the last look. Once the last server watching has stopped,
+//! each signal does again what it did before the first server watched it:
+//! the default action (the process ends), nothing if it was ignored, the
+//! program's own handler if it had one. A signal the process ignored then
+//! is not watched at all.
 //!
 //! On Windows the signals are the console's Ctrl-C and Ctrl-Break events,
 //! watched with a console control handler of ours (`SetConsoleCtrlHandler`;
@@ -37,29 +43,47 @@ pub(crate) use windows::StopSignals;
 
 #[cfg(unix)]
 mod unix {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, OnceLock};
     use std::thread::{self, JoinHandle};
 
     use signal_hook::consts::{SIGINT, SIGTERM};
     use signal_hook::iterator::{Handle, Signals};
 
     use super::*;
+    use crate::sys::{self, Disposition};
 
     /// The signals that stop a server.
     const STOP: [i32; 2] = [SIGINT, SIGTERM];
 
     /// How many servers watch the signals, and the flag of the action that
-    /// takes the signals' default one while none does (registered when the
-    /// first watch ends; signal-hook keeps its handler installed after its last
-    /// action is unregistered, and a handler with nothing to do would make the
-    /// process ignore them).
+    /// takes the signals' default one while none does. Signal-hook keeps its
+    /// handler installed after its last action is unregistered, and runs the
+    /// handler it replaced only when that was a function: a signal whose
+    /// action was the default would be ignored from then on.
     static WATCHERS: Mutex<Watchers> = Mutex::new(Watchers { count: 0, none: None });
 
     struct Watchers {
         count: usize,
         /// True while no server watches.
         none: Option<Arc<AtomicBool>>,
+    }
+
+    /// The signals' dispositions before the first server watched them: what
+    /// the process goes back to once none does.
+    fn prior() -> &'static [(i32, Disposition)] {
+        static PRIOR: OnceLock<Vec<(i32, Disposition)>> = OnceLock::new();
+        PRIOR.get_or_init(|| {
+            STOP.iter()
+                .map(|&signal| {
+                    let disposition = sys::disposition(signal).unwrap_or_else(|e| {
+                        warn!("signal {signal}: its action could not be read ({e}); taken as the default");
+                        Disposition::Default
+                    });
+                    (signal, disposition)
+                })
+                .collect()
+        })
     }
 
     impl Watchers {
@@ -81,7 +105,10 @@ mod unix {
             }
             let none = self.none.get_or_insert_with(|| {
                 let none = Arc::new(AtomicBool::new(true));
-                for signal in STOP {
+                // A signal ignored or handled by the program before needs
+                // nothing: signal-hook's handler stands aside (or runs the
+                // program's).
+                for &(signal, _) in prior().iter().filter(|(_, d)| *d == Disposition::Default) {
                     if let Err(e) = signal_hook::flag::register_conditional_default(signal, none.clone()) {
                         warn!("signal {signal}: its default action could not be restored: {e}");
                     }
@@ -99,19 +126,18 @@ mod unix {
     }
 
     impl StopSignals {
-        /// Starts watching: the first signal calls `stop.shutdown()`.
+        /// Starts watching: the first signal calls `stop.shutdown()`. A
+        /// signal the process ignored before the first server watched is
+        /// not watched (a background job of a shell ignores SIGINT: the
+        /// terminal's Ctrl-C is not for it).
         pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
             let mut watchers = Watchers::lock();
-            // Counted first: the default action must stand aside before our
-            // handler can see a signal.
+            let watched = prior().iter().filter(|(_, d)| *d != Disposition::Ignored).map(|&(signal, _)| signal);
+            // Watching before the default action stands aside: a signal in
+            // between ends the process, as it would have a moment earlier,
+            // rather than be lost.
+            let mut signals = Signals::new(watched)?;
             watchers.started();
-            let mut signals = match Signals::new(STOP) {
-                Ok(signals) => signals,
-                Err(e) => {
-                    watchers.ended();
-                    return Err(e);
-                }
-            };
             let handle = signals.handle();
             let thread = thread::Builder::new().name("httpool-signals".into()).spawn(move || {
                 let mut stopping = false;
@@ -128,8 +154,8 @@ mod unix {
             match thread {
                 Ok(thread) => Ok(StopSignals { handle, thread: Some(thread) }),
                 Err(e) => {
-                    handle.close();
                     watchers.ended();
+                    handle.close();
                     Err(e)
                 }
             }

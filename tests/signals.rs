@@ -159,3 +159,144 @@ fn a_second_sigterm_while_stopping_ends_the_process() {
     let status = process.wait().unwrap();
     assert_eq!(status.signal(), Some(15), "{status:?}");
 }
+
+/// The child of the tests below, in the mode `HTTPOOL_SIGNAL_MODE` names;
+/// it prints what happened and waits for a line on stdin before it goes on
+/// (a signal sent before that line is handled, or ends it, before it reads
+/// the line).
+#[test]
+#[ignore = "run by the other tests, in a child process"]
+fn mode_child() {
+    let Some(mode) = std::env::var_os("HTTPOOL_SIGNAL_MODE") else { return };
+    let mode = mode.into_string().unwrap();
+    let handled = Arc::new(AtomicBool::new(false));
+    if mode == "own" {
+        // The program handles SIGTERM itself, before any server starts.
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, handled.clone()).unwrap();
+    }
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .stop_on_signals(true)
+        .spawn(|req: &mut Request| {
+            if req.path() == "/slow" {
+                println!("ENTERED");
+                // Work that takes a while, as a database call would.
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Response::text("slept")
+        })
+        .unwrap();
+    println!("ADDR {}", server.local_addr());
+    let wait_for_parent = || {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).unwrap();
+    };
+    if mode == "dropped" {
+        drop(server);
+        println!("DROPPED");
+    } else {
+        // The program stops the server itself, then goes on with its work.
+        assert!(server.shutdown());
+        println!("STOPPED");
+    }
+    wait_for_parent();
+    if handled.load(Ordering::SeqCst) {
+        println!("HANDLED");
+    }
+    println!("SURVIVED");
+}
+
+/// Spawns [`mode_child`] in `mode`; `shell` runs it through `sh -c` with
+/// that shell code first (dispositions set there are inherited).
+fn spawn_mode_child(mode: &str, shell: &str) -> (Child, BufReader<ChildStdout>) {
+    let mut process = Command::new("sh")
+        .args(["-c", &format!("{shell} exec \"$0\" \"$@\"")])
+        .arg(std::env::current_exe().unwrap())
+        .args(["mode_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("HTTPOOL_SIGNAL_MODE", mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(process.stdout.take().unwrap());
+    (process, out)
+}
+
+/// Tells the child to go on, then returns its output to the end and how
+/// it ended.
+fn finish(mut process: Child, mut out: BufReader<ChildStdout>) -> (String, std::process::ExitStatus) {
+    let _ = process.stdin.take().unwrap().write_all(b"go on\n");
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut out, &mut rest);
+    (rest, process.wait().unwrap())
+}
+
+/// A program that handles SIGTERM itself still does once its server has
+/// stopped. (The default action was put back for it: the process was
+/// killed.)
+#[test]
+fn after_the_server_stops_the_programs_own_handler_governs_sigterm() {
+    let (process, mut out) = spawn_mode_child("own", "");
+    line(&mut out, "STOPPED");
+    kill(&process, "-TERM");
+    let (rest, status) = finish(process, out);
+    assert!(status.success(), "{status:?}");
+    assert!(rest.contains("HANDLED") && rest.contains("SURVIVED"), "{rest}");
+}
+
+/// A process started with SIGINT ignored (a shell's background job) does
+/// not watch it, and ignores it once its server has stopped. (It was
+/// killed by SIGINT.)
+#[test]
+fn a_process_that_ignored_sigint_ignores_it_after_its_server_stops() {
+    let (process, mut out) = spawn_mode_child("ignored", "trap '' INT;");
+    line(&mut out, "STOPPED");
+    kill(&process, "-INT");
+    let (rest, status) = finish(process, out);
+    assert!(status.success(), "{status:?}");
+    assert!(rest.contains("SURVIVED"), "{rest}");
+}
+
+/// With SIGINT ignored, Ctrl-C in a terminal is not for the process: the
+/// server goes on serving; SIGTERM still stops it.
+#[test]
+fn a_process_that_ignored_sigint_serves_on_through_it() {
+    let (mut process, mut out, addr) = {
+        let (process, mut out) = spawn_mode_child("dropped", "trap '' INT;");
+        let addr: SocketAddr = line(&mut out, "ADDR ").parse().unwrap();
+        (process, out, addr)
+    };
+    line(&mut out, "DROPPED");
+    kill(&process, "-INT");
+    // Ignored: discarded when sent, so the server is still accepting.
+    let mut conn = connect(addr);
+    send(&mut conn, &get("/"));
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, reply.header("connection")), (200, None));
+    kill(&process, "-TERM");
+    wait_until_refused(addr);
+    let _ = process.stdin.take().unwrap().write_all(b"go on\n");
+    assert!(process.wait().unwrap().success());
+}
+
+/// A spawned server watching signals keeps watching when its handle is
+/// dropped (it goes on running): SIGTERM stops it gracefully, the request
+/// in flight is answered, and the process lives on. (Dropping the handle
+/// ended the watch: SIGTERM killed the process.)
+#[test]
+fn a_server_whose_handle_was_dropped_still_stops_on_sigterm() {
+    let (process, mut out) = spawn_mode_child("dropped", "");
+    let addr: SocketAddr = line(&mut out, "ADDR ").parse().unwrap();
+    line(&mut out, "DROPPED");
+    let mut conn = connect(addr);
+    send(&mut conn, &get("/slow"));
+    line(&mut out, "ENTERED");
+    kill(&process, "-TERM");
+    let reply = read_reply(&mut conn, false);
+    wait_until_refused(addr);
+    let (rest, status) = finish(process, out);
+    let reply = reply.unwrap_or_else(|e| panic!("the request in flight was not answered: {e}; child {status:?}"));
+    assert_eq!((reply.status, reply.header("connection")), (200, Some("close")));
+    assert!(status.success(), "{status:?}");
+    assert!(rest.contains("SURVIVED"), "{rest}");
+}

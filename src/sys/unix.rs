@@ -184,7 +184,7 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 /// until the kernel lets it through.
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
-/// hence `unsafe` (one of the crate's four blocks; see the README's
+/// hence `unsafe` (one of the crate's five blocks; see the README's
 /// Security section).
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
@@ -329,3 +329,41 @@ pub(crate) fn schedule_as_batch() {
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
 pub(crate) fn schedule_as_batch() {}
+
+/// What the process does with a signal when it comes, as it stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    /// The system's action (for SIGINT and SIGTERM: the process ends).
+    Default,
+    Ignored,
+    /// A handler of the program's (or of a library it uses).
+    Handled,
+}
+
+/// The disposition of `signal`, read without changing it: what the process
+/// should go back to once no server watches the signal
+/// ([`crate::signals`]).
+///
+/// Neither std, rustix nor signal-hook reads a signal's disposition
+/// without setting it, hence `unsafe`.
+#[allow(unsafe_code)]
+pub(crate) fn disposition(signal: i32) -> io::Result<Disposition> {
+    let mut current = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with a null new action, sigaction(2) changes nothing and only
+    // writes the current action into the one `sigaction` behind the second
+    // pointer: `current`, alive on this frame for the whole call. Zeroed, it
+    // is already a valid value of that plain C struct, so reading it is
+    // sound whether or not the call wrote it.
+    let (rc, current) = unsafe {
+        let rc = libc::sigaction(signal, std::ptr::null(), current.as_mut_ptr());
+        (rc, current.assume_init())
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(match current.sa_sigaction {
+        libc::SIG_DFL => Disposition::Default,
+        libc::SIG_IGN => Disposition::Ignored,
+        _ => Disposition::Handled,
+    })
+}
