@@ -17,6 +17,7 @@ mod state;
 use std::borrow::Cow;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,7 @@ use crate::upgrade::{OnUpgrade, Upgraded};
 
 use state::ChunkScan;
 pub(crate) use state::{ConnState, Expiry, Phase, Then, is_past};
+use state::{after, earliest};
 
 /// How long a connection closing after an error answer goes on reading
 /// (and discarding) what the client still sends: [`close_lingering`].
@@ -82,6 +84,28 @@ impl Scratch {
     }
 }
 
+/// Whether the server is shutting down, and since when.
+#[derive(Debug, Default)]
+pub(crate) struct Stop {
+    stopping: AtomicBool,
+    since: OnceLock<Instant>,
+}
+
+impl Stop {
+    pub(crate) fn set(&self) {
+        let _ = self.since.set(Instant::now());
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    fn since(&self) -> Option<Instant> {
+        self.since.get().copied()
+    }
+}
+
 /// What the worker does with the connection after [`serve`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Next {
@@ -121,7 +145,7 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
     pub(crate) config: &'w Config,
     pub(crate) scratch: &'w mut Scratch,
     /// The server is shutting down: finish the request at hand, then close.
-    pub(crate) stopping: &'w AtomicBool,
+    pub(crate) stopping: &'w Stop,
     pub(crate) counters: &'w Counters,
     pub(crate) peer: Peer,
     pub(crate) seat: &'w mut dyn Seating,
@@ -129,7 +153,16 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
 
 impl<'w, H: ?Sized> Ctx<'w, H> {
     fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
+        self.stopping.is_set()
+    }
+
+    /// At shutdown, until when a connection reads requests its client had
+    /// already sent, and waits for one begun: the shutdown grace from the
+    /// stop, less the time a lingering close may take after it. `None`:
+    /// no limit (or not stopping).
+    fn drain_end(&self) -> Option<Instant> {
+        let since = self.stopping.since()?;
+        after(since, self.config.shutdown_grace.saturating_sub(LINGER))
     }
 
     fn policy(&self) -> Policy<'w> {
@@ -416,7 +449,8 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
 
 /// At shutdown nothing parks, but a request begun is finished: the worker
 /// waits for the rest of its head, or of a body being collected, within
-/// the deadline it would have had parked. `None` otherwise.
+/// the deadline it would have had parked and the end of the drain
+/// ([`Ctx::drain_end`]). `None` otherwise.
 fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Read> {
     if !cx.is_stopping() {
         return None;
@@ -425,7 +459,8 @@ fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
     if !matches!(conn.phase, Phase::Head { .. }) {
         return None;
     }
-    let left = conn.deadline(cx.config).map(|d| d.saturating_duration_since(Instant::now()));
+    let deadline = earliest(conn.deadline(cx.config), cx.drain_end());
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     match io.wait(Ready::Readable, left.unwrap_or(Duration::MAX)) {
         Ok(()) => Some(Read::Got),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -868,21 +903,19 @@ fn keep_alive(head: &Head, resp: &Response, framing: ResponseFraming, body_done:
 
 /// True when the answer at hand must be the connection's last: at
 /// shutdown, once the client has sent nothing more. What it already sent is
-/// served — requests buffered, a head begun (finished within its deadline),
-/// and what a read finds in the socket now — each answer keeping the
-/// connection open until the last one; but no longer than the shutdown
-/// grace from when the connection first saw the stop, so a client that
-/// keeps sending cannot hold a worker past it (after that, only requests
-/// whole in the buffer are served). Requests that arrive after
-/// the answer saying `Connection: close` are not served (the close lingers
-/// over them); a client may send them again on a new connection (RFC 9112
-/// §9.3.1).
+/// served — requests buffered, a head begun (finished within its
+/// deadline), and what a read finds in the socket now — each answer keeping
+/// the connection open until the last one; but only until the end of the
+/// drain ([`Ctx::drain_end`]), so that a client that keeps sending cannot
+/// hold a worker past the shutdown grace (after it, only requests whole in
+/// the buffer are served). Requests that arrive after the answer saying
+/// `Connection: close` are not served (the close lingers over them); a
+/// client may send them again on a new connection (RFC 9112 §9.3.1).
 fn closing<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> bool {
     if !cx.is_stopping() {
         return false;
     }
-    if !conn.drains_at_stop(cx.config.shutdown_grace, Instant::now()) {
-        // Only the requests whole in the buffer are still served.
+    if is_past(cx.drain_end(), Instant::now()) {
         return !matches!(parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans), Ok(Some(_)));
     }
     if conn.has_unparsed() {

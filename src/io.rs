@@ -396,6 +396,8 @@ pub(crate) struct Script {
     /// answers them as usual: readiness may wake a waiter for nothing (mio
     /// says so; Wine's emulation of Windows does it after a registration).
     pub(crate) spurious: u32,
+    /// How long each wait for input was allowed to take.
+    pub(crate) waits: Vec<Duration>,
 }
 
 impl Script {
@@ -486,7 +488,7 @@ impl Transport for Script {
         !self.completion
     }
 
-    fn wait(&mut self, ready: Ready, _timeout: Duration) -> io::Result<()> {
+    fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
         // The socket leaves its seat while the worker waits, and is
         // registered afresh when it parks.
         self.disarmed = false;
@@ -494,6 +496,7 @@ impl Transport for Script {
             self.room = None;
             return Ok(());
         }
+        self.waits.push(timeout);
         if self.spurious > 0 {
             self.spurious -= 1;
             return Ok(());

@@ -50,10 +50,9 @@ mod answer;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::OnceLock;
-use std::sync::atomic::AtomicBool;
 
 use crate::config::Config;
-use crate::conn::{ConnState, Ctx, Next, NoSeat, Scratch, serve};
+use crate::conn::{ConnState, Ctx, Next, NoSeat, Scratch, Stop, serve};
 use crate::handler::{Handler, IntoResponse};
 use crate::io::Script;
 use crate::net::Peer;
@@ -415,7 +414,7 @@ pub(crate) fn run_connection<H: Handler + ?Sized>(
     room: Option<usize>,
 ) -> Ended {
     let mut scratch = Scratch::new(config);
-    let stopping = AtomicBool::new(false);
+    let stopping = Stop::default();
     let counters = Counters::default();
     let mut conn = ConnState::default();
     let mut seat = NoSeat;

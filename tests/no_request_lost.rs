@@ -354,6 +354,28 @@ fn a_pipelined_burst_sent_before_shutdown_is_answered_whole() {
     assert!(server.join());
 }
 
+/// A head that begins behind a request in flight at shutdown, and is never
+/// finished, is answered `408` by the end of the drain (the shutdown grace
+/// less the lingering close), so the server stops within its grace. (It
+/// was waited for a whole head timeout: `join` gave up on the worker.)
+#[test]
+fn a_head_begun_at_shutdown_and_never_finished_does_not_hold_the_stop_past_the_grace() {
+    let (server, entered, release) =
+        common::blocking_server(|s| s.shutdown_grace(Duration::from_secs(3)).head_timeout(Duration::from_secs(8)));
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/block"));
+    entered.recv_timeout(PATIENCE).unwrap();
+    let stopped = Instant::now();
+    server.signal().shutdown();
+    send(&mut conn, b"GET /next HTTP/1.1\r\nHost: t\r\n");
+    release.send(()).unwrap();
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"done");
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, reply.header("connection")), (408, Some("close")));
+    assert!(stopped.elapsed() < Duration::from_secs(3), "answered {:?} after the stop", stopped.elapsed());
+    assert!(server.join(), "a worker was still busy after the grace");
+}
+
 /// One client of `repeated_shutdowns_lose_no_request`: sends batches of one
 /// to three pipelined requests (every third to a handler that takes a few
 /// milliseconds) on one keep-alive connection until the server closes it.

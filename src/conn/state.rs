@@ -71,6 +71,14 @@ pub(crate) fn after(at: Instant, d: Duration) -> Option<Instant> {
     at.checked_add(d)
 }
 
+/// The earlier of two deadlines (`None`: never).
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// True once `deadline` has passed at `now`.
 pub(crate) fn is_past(deadline: Option<Instant>, now: Instant) -> bool {
     deadline.is_some_and(|d| d <= now)
@@ -116,9 +124,6 @@ pub(crate) struct ConnState {
     /// The budget was spent when this request's body needed more room: it
     /// is collected no further than the read buffer.
     refused: bool,
-    /// When this connection first saw the server stopping, while it had
-    /// requests to serve: it serves them until this plus the shutdown grace.
-    stop_seen: Option<Instant>,
 }
 
 impl Default for ConnState {
@@ -140,15 +145,7 @@ impl ConnState {
             slow_score: 0,
             share: None,
             refused: false,
-            stop_seen: None,
         }
-    }
-
-    /// At shutdown: true while this connection may go on serving requests
-    /// its client already sent, within `grace` of when it first asked.
-    pub(crate) fn drains_at_stop(&mut self, grace: Duration, now: Instant) -> bool {
-        let since = *self.stop_seen.get_or_insert(now);
-        !is_past(after(since, grace), now)
     }
 
     /// When the current park ends: a function of the phase alone.

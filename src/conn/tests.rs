@@ -344,7 +344,7 @@ fn answers_to_a_pipelined_burst_are_written_as_they_pile_up_not_all_kept() {
 struct Served<'h> {
     config: Config,
     scratch: Scratch,
-    stopping: Arc<AtomicBool>,
+    stopping: Arc<Stop>,
     counters: Counters,
     handler: &'h dyn Handler,
     conn: ConnState,
@@ -524,7 +524,7 @@ fn at_shutdown_an_unsent_answer_is_finished_waiting_then_closed() {
     io.release();
     io.room = Some(1000);
     assert_eq!(s.serve(&mut io), Next::Park);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     // The script's wait for room lets the client take the rest; then the
     // connection is idle, and closes (nothing parks at shutdown).
     assert_eq!(s.serve(&mut io), Next::Close);
@@ -540,7 +540,7 @@ fn at_shutdown_an_unsent_answer_is_finished_waiting_then_closed() {
 #[test]
 fn shutting_down_serves_the_requests_received_and_closes_after_the_last() {
     let mut s = Served::new(&echo);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     let two = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nPOST /b HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nok";
     let mut io = Script::new(&[two, b"GET /c HTTP/1.1\r\nHost: a\r\n\r\n"]);
     io.patient = true;
@@ -560,7 +560,7 @@ fn shutting_down_serves_the_requests_received_and_closes_after_the_last() {
 #[test]
 fn shutting_down_finishes_a_pipelined_request_still_arriving() {
     let mut s = Served::new(&echo);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHo", b"st: a\r\n\r\n"]);
     io.patient = true;
     io.release();
@@ -571,6 +571,28 @@ fn shutting_down_finishes_a_pipelined_request_still_arriving() {
         "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n\
          HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     );
+}
+
+/// At shutdown a head that begins after the answer at hand is waited for
+/// only until the end of the drain (the shutdown grace less the lingering
+/// close), not for a whole head timeout from its first byte: a client cannot
+/// hold a worker past the grace. (It was waited for 10 s with a grace of
+/// 3 s: the server's join gave up on the worker.)
+#[test]
+fn at_shutdown_a_head_begun_is_waited_for_no_later_than_the_end_of_the_drain() {
+    let mut s = Served::new(&echo);
+    s.config.shutdown_grace = Duration::from_secs(3);
+    s.config.head_timeout = Duration::from_secs(10);
+    s.stopping.set();
+    let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHo"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Close);
+    // The first wait is for the head; the last, the lingering close's.
+    let waited = io.waits[0];
+    assert!(waited <= Duration::from_secs(1), "waited up to {waited:?} (grace 3 s, linger 2 s)");
+    let wire = redact_dates(&io.written);
+    assert!(wire.starts_with("HTTP/1.1 200 OK\r\n"), "{wire}");
+    assert!(wire.contains("HTTP/1.1 408 Request Timeout\r\n"), "{wire}");
 }
 
 /// `count` pipelined GETs of `size` bytes each (`/00000`, `/00001`, ...).
@@ -589,11 +611,11 @@ fn pipelined_burst(count: usize, size: usize) -> Vec<u8> {
 /// sixth request's handler starts the shutdown; returns the paths answered
 /// in order and the 1-based index of the answer saying `Connection: close`.
 fn burst_at_shutdown(size: usize, grace: Duration) -> (Vec<String>, Option<usize>) {
-    let stop: Arc<AtomicBool> = Arc::default();
+    let stop: Arc<Stop> = Arc::default();
     let flag = stop.clone();
     let handler = move |req: &mut Request<'_>| {
         if req.path() == "/00005" {
-            flag.store(true, Ordering::Relaxed);
+            flag.set();
         }
         Response::text(req.path().to_string())
     };
@@ -651,11 +673,11 @@ fn at_shutdown_an_idle_connection_is_read_once_more_then_closed_write_side_first
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", b"GET /raced HTTP/1.1\r\nHost: a\r\n\r\n"]);
     io.release();
     assert_eq!(s.serve(&mut io), Next::Park);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     // Nothing came: a close, write side first.
     let mut quiet = Script::new(&[]);
     let mut idle = Served::new(&echo);
-    idle.stopping.store(true, Ordering::Relaxed);
+    idle.stopping.set();
     idle.conn = std::mem::take(&mut s.conn);
     assert_eq!(idle.serve(&mut quiet), Next::Close);
     assert!(quiet.shut_write && quiet.written.is_empty());
@@ -1165,7 +1187,7 @@ fn an_answer_ready_before_a_handler_expected_to_block_goes_out_first() {
 #[test]
 fn at_shutdown_an_error_answer_still_lingers_waiting_then_closes() {
     let mut s = Served::new(&hello);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n", b"what the client still sends"]);
     io.eof = true;
     io.patient = true;
@@ -1196,7 +1218,7 @@ fn at_shutdown_a_body_being_collected_is_not_handed_to_its_handler_by_a_wake_for
     let mut io = Script::new(&[b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nhello"]);
     io.release();
     assert_eq!(s.serve(&mut io), Next::Park);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     io.spurious = 1;
     assert_eq!(s.serve(&mut io), Next::Close);
     assert!(
@@ -1266,7 +1288,9 @@ impl Transport for ArrivesOnWrite {
 fn at_shutdown_a_close_after_an_answer_with_input_arriving_lingers_instead_of_resetting() {
     for stopping in [false, true] {
         let mut s = Served::new(&hello);
-        s.stopping.store(stopping, Ordering::Relaxed);
+        if stopping {
+            s.stopping.set();
+        }
         let req: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
         let next: &[u8] = b"GET /next HTTP/1.1\r\nHost: a\r\n\r\n";
         let mut io = ArrivesOnWrite { io: Script::new(&[req, next]), released: false };
@@ -1358,7 +1382,7 @@ fn at_shutdown_an_empty_line_in_two_pieces_is_not_waited_for() {
         assert_eq!(s.serve(&mut io), Next::Park);
         io.release()
     } {}
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     io.written.clear();
     if s.conn.must_finish() {
         // What the sweep does with it: back to a worker.
@@ -1455,7 +1479,7 @@ fn a_request_line_past_the_line_limit_after_empty_lines_is_answered_at_once() {
 fn at_shutdown_a_head_begun_in_the_first_turn_is_finished() {
     for first in [&b"POST / HTTP/1.1\r\nHost: t\r\nContent-Le"[..], b"\r\nPOST / HTTP/1.1\r\nHost: t\r\nContent-Le"] {
         let mut s = Served::new(&echo);
-        s.stopping.store(true, Ordering::Relaxed);
+        s.stopping.set();
         let mut io = Script::new(&[first, b"ngth: 2\r\n\r\nok"]);
         io.patient = true;
         io.release();
@@ -1471,7 +1495,7 @@ fn at_shutdown_a_head_begun_in_the_first_turn_is_finished() {
 #[test]
 fn at_shutdown_empty_lines_in_the_first_turn_begin_no_head() {
     let mut s = Served::new(&echo);
-    s.stopping.store(true, Ordering::Relaxed);
+    s.stopping.set();
     let mut io = Script::new(&[b"\r\n\r\n", b"GET / HTTP/1.1\r\nHost: t\r\n\r\n"]);
     io.patient = true;
     io.release();

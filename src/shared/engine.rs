@@ -23,7 +23,6 @@
 //!   adoption is pending.
 
 use std::sync::PoisonError;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mio::Token;
@@ -31,6 +30,7 @@ use mio::Token;
 use super::crew::{Crew, HandOver};
 use super::seats::SeatBoard;
 use super::slots::{Occupant, Slots};
+use crate::conn::Stop;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// How far shutdown has gone.
@@ -83,7 +83,7 @@ pub(crate) struct Engine<C> {
     /// The server handle waits here for workers to exit.
     exited: Condvar,
     /// Shutdown has begun.
-    stopping: AtomicBool,
+    stopping: Stop,
     /// How long an extra worker waits idle before it retires.
     idle_timeout: Duration,
 }
@@ -100,7 +100,7 @@ impl<C: Occupant> Engine<C> {
             hub: Mutex::new(hub),
             work: Condvar::new(),
             exited: Condvar::new(),
-            stopping: AtomicBool::new(false),
+            stopping: Stop::default(),
             idle_timeout,
         }
     }
@@ -111,10 +111,10 @@ impl<C: Occupant> Engine<C> {
     }
 
     pub(crate) fn is_stopping(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
+        self.stopping.is_set()
     }
 
-    pub(crate) fn stopping_flag(&self) -> &AtomicBool {
+    pub(crate) fn stopping_flag(&self) -> &Stop {
         &self.stopping
     }
 
@@ -272,7 +272,7 @@ impl<C: Occupant> Engine<C> {
 
     /// Starts shutdown and wakes the idle workers.
     pub(crate) fn stop(&self) {
-        self.stopping.store(true, Ordering::Release);
+        self.stopping.set();
         let _hub = self.lock();
         self.work.notify_all();
     }

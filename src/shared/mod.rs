@@ -42,6 +42,7 @@ pub(crate) use seats::Seat;
 pub(crate) use slots::Conn;
 
 use crate::config::Config;
+use crate::conn::Stop;
 use crate::net::Listener;
 use crate::stats::Counters;
 
@@ -91,7 +92,7 @@ impl Shared {
         self.engine.is_stopping()
     }
 
-    pub(crate) fn stopping_flag(&self) -> &AtomicBool {
+    pub(crate) fn stopping_flag(&self) -> &Stop {
         self.engine.stopping_flag()
     }
 
