@@ -456,7 +456,7 @@ fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
         return None;
     }
     conn.begin_head(Instant::now());
-    if !matches!(conn.phase, Phase::Head { .. }) {
+    if !matches!(conn.phase, Phase::Head { .. }) && !io.input_begun() {
         return None;
     }
     let deadline = earliest(conn.deadline(cx.config), cx.drain_end());
@@ -636,7 +636,7 @@ fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mu
 
 /// True when the client sent bytes nobody has read (they are discarded).
 fn has_unread_input<T: Transport>(conn: &mut ConnState, io: &mut T) -> bool {
-    conn.has_unparsed() || matches!(io.read(conn.scratch_space()), Ok(n) if n > 0)
+    conn.has_unparsed() || matches!(io.read(conn.scratch_space()), Ok(n) if n > 0) || io.input_begun()
 }
 
 /// Closes after an answer while the client may still be sending (the rest
@@ -927,6 +927,7 @@ fn closing<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
             conn.filled(n);
             false
         }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => !io.input_begun(),
         _ => true,
     }
 }

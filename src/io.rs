@@ -36,6 +36,12 @@ pub(crate) trait Transport: Read + Write {
         false
     }
 
+    /// True when the client has sent bytes below what a read returns (TLS:
+    /// part of a record), although a read would block: input has begun.
+    fn input_begun(&self) -> bool {
+        false
+    }
+
     /// True for a TLS connection (`Request::is_tls`).
     fn is_tls(&self) -> bool {
         false
@@ -329,6 +335,10 @@ impl Transport for Socket<'_> {
 
     fn is_tls(&self) -> bool {
         self.stream.is_tls()
+    }
+
+    fn input_begun(&self) -> bool {
+        self.stream.input_begun()
     }
 
     fn shutdown_write(&mut self) {

@@ -121,6 +121,15 @@ impl Stream {
         false
     }
 
+    /// See [`Transport::input_begun`](crate::io::Transport::input_begun).
+    pub(crate) fn input_begun(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if let Stream::Tls(tls) = self {
+            return tls.input_begun();
+        }
+        false
+    }
+
     /// True for a TLS stream.
     pub(crate) fn is_tls(&self) -> bool {
         #[cfg(feature = "tls")]

@@ -59,12 +59,25 @@ pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<
 pub(crate) struct TlsStream {
     sock: mio::net::TcpStream,
     tls: ServerConnection,
+    /// Bytes came from the socket since the last plaintext went out: most
+    /// likely part of a record (the rest of a request on its way), which a
+    /// read that would block does not show.
+    ciphertext_since_plaintext: bool,
 }
 
 impl TlsStream {
     pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(TlsStream { sock, tls })
+        Ok(TlsStream { sock, tls, ciphertext_since_plaintext: false })
+    }
+
+    /// True when the client has sent bytes the reads have not turned into
+    /// plaintext yet: part of a record. (Approximate: bytes that end a
+    /// record that carries no data, a session ticket's acknowledgement say,
+    /// count too; the start of a record read together with the end of one
+    /// that carries data does not.)
+    pub(crate) fn input_begun(&self) -> bool {
+        self.ciphertext_since_plaintext
     }
 
     /// Writes the records rustls holds; `WouldBlock` when the socket is full.
@@ -97,7 +110,10 @@ impl Read for TlsStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.tls.reader().read(buf) {
-                Ok(n) => return Ok(n),
+                Ok(n) => {
+                    self.ciphertext_since_plaintext = false;
+                    return Ok(n);
+                }
                 // The peer closed the socket without close_notify: treat as
                 // end of stream; HTTP framing tells complete from cut short.
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
@@ -109,6 +125,7 @@ impl Read for TlsStream {
             if self.tls.read_tls(&mut self.sock)? == 0 {
                 return Ok(0);
             }
+            self.ciphertext_since_plaintext = true;
             if let Err(e) = self.tls.process_new_packets() {
                 let _ = self.write_records();
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));

@@ -269,6 +269,57 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// At shutdown a request whose TLS record has partly arrived behind the
+    /// one in flight is waited for and served, as over plain TCP. (The
+    /// half record did not show as input: the answer in flight said
+    /// `Connection: close` and the connection closed under the client,
+    /// without close_notify.)
+    #[test]
+    fn at_shutdown_a_request_whose_tls_record_is_half_here_is_served() {
+        use std::sync::{Mutex, mpsc};
+        let (server_config, client_config) = setup();
+        let (entered_tx, entered) = mpsc::channel::<()>();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .tls(server_config)
+            .spawn(move |req: &mut Request| {
+                if req.path() == "/block" {
+                    entered_tx.lock().unwrap().send(()).unwrap();
+                    let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+                }
+                Response::text(req.path().to_string())
+            })
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        // Small writes go out at once (not held back until the server
+        // acknowledges the last one).
+        conn.get_ref().sock.set_nodelay(true).unwrap();
+        // A first exchange completes the handshake and reads the tickets.
+        conn.get_mut().write_all(b"GET /warm HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut conn).1, b"/warm");
+        conn.get_mut().write_all(b"GET /block HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        entered.recv_timeout(PATIENCE).unwrap();
+        server.signal().shutdown();
+        // The next request's record, half of it sent now.
+        let stream = conn.get_mut();
+        stream.conn.writer().write_all(b"GET /next HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut record = Vec::new();
+        stream.conn.write_tls(&mut record).unwrap();
+        let half = record.len() / 2;
+        stream.sock.write_all(&record[..half]).unwrap();
+        release.send(()).unwrap();
+        let (head, body) = read_response(&mut conn);
+        assert_eq!(body, b"/block");
+        assert!(!head.contains("Connection: close"), "{head}");
+        conn.get_mut().sock.write_all(&record[half..]).unwrap();
+        let (head, body) = read_response(&mut conn);
+        assert_eq!(body, b"/next");
+        assert!(head.contains("Connection: close\r\n"), "{head}");
+        assert!(server.join());
+    }
+
     #[test]
     fn a_plaintext_client_on_the_tls_port_is_dropped() {
         let (server_config, _) = setup();
