@@ -22,6 +22,7 @@ use crate::encode::encode_error;
 use crate::pool::Workers;
 use crate::shared::slots::Timer;
 use crate::shared::{Conn, HandOver, Shared};
+use crate::sys;
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
 const TICK: Duration = Duration::from_millis(250);
@@ -37,6 +38,10 @@ pub(crate) const STALL_TICK: Duration = Duration::from_millis(1);
 /// that starts serving has to wake it). Under steady traffic it never
 /// sleeps long, so no request pays for waking it.
 const AWAKE_AFTER_BUSY: Duration = Duration::from_millis(50);
+
+/// How long after the last extra thread retired the monitor gives back the
+/// stacks of the extra threads: they have all exited by then.
+const SETTLE: Duration = Duration::from_millis(200);
 
 /// Stale deadlines the heap may hold beyond two per open connection before
 /// it is compacted.
@@ -56,6 +61,8 @@ pub(crate) struct Monitor {
     /// Each seat's progress count at the last look.
     seen: Vec<u64>,
     date: DateCache,
+    /// When the monitor first saw that the last extra thread retired.
+    retired_seen: Option<Instant>,
 }
 
 impl Monitor {
@@ -73,6 +80,7 @@ impl Monitor {
             nudge: Vec::with_capacity(seats),
             seen: vec![0; seats],
             date: DateCache::new(),
+            retired_seen: None,
         }
     }
 
@@ -84,6 +92,7 @@ impl Monitor {
                 last_busy = Instant::now();
             }
             self.expire(Instant::now());
+            self.give_back_stacks(Instant::now());
             // Accepting checks the pause itself (and waits again if it is on).
             if self.shared.take_accept_waiting() {
                 self.shared.accept(0);
@@ -176,6 +185,22 @@ impl Monitor {
         }
         hub.board.begin_poll(seat, false);
         orphans.push(seat);
+    }
+
+    /// Once the extra threads have retired and had [`SETTLE`] to finish
+    /// exiting (glibc queues a thread's stack after its last Rust code),
+    /// empties glibc's cache of their stacks (see `sys::flush_stack_cache`).
+    fn give_back_stacks(&mut self, now: Instant) {
+        if !self.shared.stacks_to_give_back.load(Ordering::Acquire) {
+            return;
+        }
+        let seen = *self.retired_seen.get_or_insert(now);
+        if now.duration_since(seen) < SETTLE {
+            return;
+        }
+        self.retired_seen = None;
+        self.shared.stacks_to_give_back.store(false, Ordering::Relaxed);
+        sys::flush_stack_cache();
     }
 
     /// How long to sleep while nothing is busy: until the next deadline or

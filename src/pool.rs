@@ -92,6 +92,7 @@ impl<H: Handler> Pool<H> {
                 drop(pool);
                 if let Some(last) = retired {
                     let_go_of_current(&handles);
+                    sys::trim_own_arena();
                     if last {
                         sys::give_back_free_memory();
                     }
@@ -184,7 +185,14 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
                     shared.accept(seat);
                 }
             }
-            Work::Retire { last } => return Some(last),
+            Work::Retire { last } => {
+                if last {
+                    // The monitor empties glibc's cache of thread stacks
+                    // once the extra threads are gone.
+                    shared.stacks_to_give_back.store(true, Ordering::Release);
+                }
+                return Some(last);
+            }
             Work::Leave => return None,
         }
     }

@@ -29,7 +29,8 @@
 //! - Files: opened without blocking on a FIFO (Unix), and a file's identity
 //!   for the `fs` cache ([`FileStamp`]).
 //! - On Linux with glibc, freed memory handed back after a burst
-//!   ([`give_back_free_memory`]) and `SCHED_BATCH` ([`schedule_as_batch`]).
+//!   ([`give_back_free_memory`], [`trim_own_arena`], [`flush_stack_cache`])
+//!   and `SCHED_BATCH` ([`schedule_as_batch`]).
 //!
 //! Unix domain sockets are Unix only (`Server::bind_unix`, `cfg(unix)`), and
 //! so is stopping on `SIGTERM`; Ctrl-C stops a server on every platform

@@ -68,6 +68,9 @@ pub(crate) struct Shared {
     /// Looks the monitor has taken: a handler call across two of them
     /// blocked.
     ticks: AtomicU64,
+    /// The last extra thread retired: the monitor empties glibc's cache of
+    /// their stacks once they are gone.
+    pub(crate) stacks_to_give_back: AtomicBool,
     pub(crate) counters: Counters,
 }
 
@@ -84,6 +87,7 @@ impl Shared {
             monitor_dozing: AtomicBool::new(false),
             monitor: OnceLock::new(),
             ticks: AtomicU64::new(0),
+            stacks_to_give_back: AtomicBool::new(false),
             counters: Counters::default(),
         })
     }

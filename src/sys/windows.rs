@@ -199,5 +199,9 @@ impl FileStamp {
 /// Nothing to do: the Windows heap gives back what it can itself.
 pub(crate) fn give_back_free_memory() {}
 
+pub(crate) fn trim_own_arena() {}
+
+pub(crate) fn flush_stack_cache() {}
+
 /// Linux only.
 pub(crate) fn schedule_as_batch() {}
