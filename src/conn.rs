@@ -455,8 +455,8 @@ fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
     if !cx.is_stopping() {
         return None;
     }
-    conn.begin_head(Instant::now());
-    if !matches!(conn.phase, Phase::Head { .. }) && !io.input_begun() {
+    conn.begin_head(Instant::now(), io.input_begun());
+    if !matches!(conn.phase, Phase::Head { .. }) {
         return None;
     }
     let deadline = earliest(conn.deadline(cx.config), cx.drain_end());
@@ -654,7 +654,9 @@ fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
     }
     io.shutdown_write();
     conn.discard_unparsed();
-    let until = Instant::now() + LINGER;
+    // At shutdown, no later than the grace allows.
+    let end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
+    let until = earliest(Some(Instant::now() + LINGER), end).unwrap_or_else(Instant::now);
     conn.phase = Phase::Lingering { until };
     linger(conn, io, cx, until)
 }

@@ -59,25 +59,74 @@ pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<
 pub(crate) struct TlsStream {
     sock: mio::net::TcpStream,
     tls: ServerConnection,
-    /// Bytes came from the socket since the last plaintext went out: most
-    /// likely part of a record (the rest of a request on its way), which a
-    /// read that would block does not show.
-    ciphertext_since_plaintext: bool,
+    /// Where the bytes read from the socket stand in the client's records:
+    /// part of a record rustls holds is input a read that would block does
+    /// not show.
+    records: RecordCursor,
+}
+
+/// Follows the record boundaries in the bytes a client sends (RFC 8446
+/// §5.1: a 5-byte header whose last two bytes are the length of what
+/// follows). Only lengths are read; rustls judges the records themselves.
+#[derive(Debug, Default)]
+struct RecordCursor {
+    /// Header bytes of the next record received so far (0 to 4).
+    header: [u8; 5],
+    have: usize,
+    /// Bytes of the current record's body still to come.
+    left: usize,
+}
+
+impl RecordCursor {
+    fn advance(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.left > 0 {
+                let n = self.left.min(bytes.len());
+                self.left -= n;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (5 - self.have).min(bytes.len());
+            self.header[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+            self.have += n;
+            bytes = &bytes[n..];
+            if self.have == 5 {
+                self.have = 0;
+                self.left = usize::from(u16::from_be_bytes([self.header[3], self.header[4]]));
+            }
+        }
+    }
+
+    /// True between a record's first byte and its last.
+    fn mid_record(&self) -> bool {
+        self.have > 0 || self.left > 0
+    }
+}
+
+/// The socket, as rustls reads it: every byte read moves the cursor.
+struct Counted<'a> {
+    sock: &'a mut mio::net::TcpStream,
+    records: &'a mut RecordCursor,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.records.advance(&buf[..n]);
+        Ok(n)
+    }
 }
 
 impl TlsStream {
     pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(TlsStream { sock, tls, ciphertext_since_plaintext: false })
+        Ok(TlsStream { sock, tls, records: RecordCursor::default() })
     }
 
-    /// True when the client has sent bytes the reads have not turned into
-    /// plaintext yet: part of a record. (Approximate: bytes that end a
-    /// record that carries no data, a session ticket's acknowledgement say,
-    /// count too; the start of a record read together with the end of one
-    /// that carries data does not.)
+    /// True when the client has sent part of a record: a request (or a
+    /// handshake message) is on its way although a read would block.
     pub(crate) fn input_begun(&self) -> bool {
-        self.ciphertext_since_plaintext
+        self.records.mid_record()
     }
 
     /// Writes the records rustls holds; `WouldBlock` when the socket is full.
@@ -110,10 +159,7 @@ impl Read for TlsStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.tls.reader().read(buf) {
-                Ok(n) => {
-                    self.ciphertext_since_plaintext = false;
-                    return Ok(n);
-                }
+                Ok(n) => return Ok(n),
                 // The peer closed the socket without close_notify: treat as
                 // end of stream; HTTP framing tells complete from cut short.
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
@@ -122,10 +168,9 @@ impl Read for TlsStream {
             }
             // Handshake messages and alerts go out before we wait for more.
             tolerate_full(self.write_records())?;
-            if self.tls.read_tls(&mut self.sock)? == 0 {
+            if self.tls.read_tls(&mut Counted { sock: &mut self.sock, records: &mut self.records })? == 0 {
                 return Ok(0);
             }
-            self.ciphertext_since_plaintext = true;
             if let Err(e) = self.tls.process_new_packets() {
                 let _ = self.write_records();
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
@@ -158,5 +203,34 @@ impl Source for TlsStream {
 
     fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
         self.sock.deregister(registry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecordCursor;
+
+    /// Records split anywhere, headers included, and a record of length 0.
+    #[test]
+    fn the_record_cursor_finds_every_boundary_however_the_bytes_are_split() {
+        let mut bytes = vec![23, 3, 3, 0, 4, b'a', b'b', b'c', b'd'];
+        bytes.extend_from_slice(&[21, 3, 3, 0, 0]);
+        bytes.extend_from_slice(&[23, 3, 3, 1, 0]);
+        bytes.extend(std::iter::repeat_n(b'x', 256));
+        let ends = [9, 14, bytes.len()];
+        for split in 1..=bytes.len() {
+            let mut cursor = RecordCursor::default();
+            let mut at = 0;
+            for piece in bytes.chunks(split) {
+                cursor.advance(piece);
+                at += piece.len();
+                assert_eq!(cursor.mid_record(), !ends.contains(&at), "split {split}, at {at}");
+            }
+        }
+        let mut cursor = RecordCursor::default();
+        for (i, &b) in bytes.iter().enumerate() {
+            cursor.advance(&[b]);
+            assert_eq!(cursor.mid_record(), !ends.contains(&(i + 1)), "byte {i}");
+        }
     }
 }

@@ -320,6 +320,75 @@ mod tls {
         assert!(server.join());
     }
 
+    /// A TLS connection whose handshake is done but which has sent no
+    /// request yet (a browser's preconnect) is idle: shutdown closes it at
+    /// once. (Counting every byte read since the last plaintext as a
+    /// request begun held a worker until the end of the drain, then
+    /// answered it `408`.)
+    #[test]
+    fn at_shutdown_a_tls_connection_with_no_request_yet_is_closed_at_once() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .tls(server_config)
+            .shutdown_grace(std::time::Duration::from_secs(6))
+            .spawn(|_: &mut Request| Response::text("x"))
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        let stream = conn.get_mut();
+        while stream.conn.is_handshaking() {
+            stream.conn.complete_io(&mut stream.sock).unwrap();
+        }
+        // The server has read the client's last handshake flight.
+        crate::common::wait_for(&server, "the connection to park", |s| s.parked == 1);
+        let began = std::time::Instant::now();
+        assert!(server.shutdown());
+        assert!(began.elapsed() < std::time::Duration::from_secs(2), "shutdown took {:?}", began.elapsed());
+        let mut rest = Vec::new();
+        let _ = conn.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+    }
+
+    /// At shutdown, part of a record that never completes is a head begun:
+    /// `408` at the head timeout, even with no limit on the drain. (It was
+    /// waited for without limit: the worker, and `join`, never returned.)
+    #[test]
+    fn at_shutdown_a_tls_record_that_never_completes_gets_408_at_the_head_timeout() {
+        use std::sync::{Mutex, mpsc};
+        let (server_config, client_config) = setup();
+        let (entered_tx, entered) = mpsc::channel::<()>();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .tls(server_config)
+            .shutdown_grace(std::time::Duration::MAX)
+            .head_timeout(std::time::Duration::from_secs(1))
+            .spawn(move |req: &mut Request| {
+                if req.path() == "/block" {
+                    entered_tx.lock().unwrap().send(()).unwrap();
+                    let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+                }
+                Response::text(req.path().to_string())
+            })
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        conn.get_ref().sock.set_nodelay(true).unwrap();
+        conn.get_mut().write_all(b"GET /block HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        entered.recv_timeout(PATIENCE).unwrap();
+        server.signal().shutdown();
+        let stream = conn.get_mut();
+        stream.conn.writer().write_all(b"GET /next HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut record = Vec::new();
+        stream.conn.write_tls(&mut record).unwrap();
+        stream.sock.write_all(&record[..record.len() / 2]).unwrap();
+        release.send(()).unwrap();
+        assert_eq!(read_response(&mut conn).1, b"/block");
+        let (head, _) = read_response(&mut conn);
+        assert!(head.starts_with("HTTP/1.1 408 "), "{head}");
+        assert!(server.join());
+    }
+
     #[test]
     fn a_plaintext_client_on_the_tls_port_is_dropped() {
         let (server_config, _) = setup();

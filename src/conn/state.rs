@@ -354,23 +354,24 @@ impl ConnState {
 
     /// Sets the clock of the phase the connection parks in.
     fn stamp(&mut self, now: Instant) {
-        self.begin_head(now);
+        self.begin_head(now, false);
         if let Phase::Waiting { since, .. } = &mut self.phase {
             since.get_or_insert(now);
         }
     }
 
     /// Moves a connection waiting for a request to the head phase once the
-    /// bytes received begin one. A turn's end does it (`detach`); so does a
-    /// worker that must wait for the rest of a head within its turn (at
-    /// shutdown, when nothing parks), which must not take a head read in
-    /// this very turn for an idle connection.
-    pub(crate) fn begin_head(&mut self, now: Instant) {
+    /// bytes received begin one, or `below` says input has begun that the
+    /// buffer does not show yet (TLS: part of a record). A turn's end does it
+    /// (`detach`); so does a worker that must wait for the rest of a head
+    /// within its turn (at shutdown, when nothing parks), which must not
+    /// take a head read in this very turn for an idle connection.
+    pub(crate) fn begin_head(&mut self, now: Instant, below: bool) {
         // Empty lines before a request line begin no head (RFC 9112 §2.2),
         // nor does a CR first: it can only start one (what else a head may
         // have after it is refused when parsed).
         let rest = trim_empty_lines(self.unparsed());
-        let begun = rest.first().is_some_and(|&b| b != b'\r');
+        let begun = below || rest.first().is_some_and(|&b| b != b'\r');
         if let Phase::Waiting { since, first } = self.phase {
             if begun {
                 // A new connection's first head runs from the accept.

@@ -1184,6 +1184,22 @@ fn an_answer_ready_before_a_handler_expected_to_block_goes_out_first() {
     assert_eq!(seat.handed_over.load(Ordering::Relaxed), 6, "three more calls were expected to block, then none");
 }
 
+/// At shutdown a lingering close ends with the grace: a grace shorter than
+/// the 2 s linger bounds it. (It lingered 2 s past a 1 s grace, and the
+/// server's join gave up on the worker.)
+#[test]
+fn at_shutdown_a_lingering_close_ends_no_later_than_the_grace() {
+    let mut s = Served::new(&hello);
+    s.config.shutdown_grace = Duration::from_secs(1);
+    s.stopping.set();
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert!(redact_dates(&io.written).starts_with("HTTP/1.1 400 Bad Request\r\n"));
+    let waited = *io.waits.last().expect("the close lingered, waiting");
+    assert!(waited <= Duration::from_secs(1), "lingered up to {waited:?} with a 1 s grace");
+}
+
 #[test]
 fn at_shutdown_an_error_answer_still_lingers_waiting_then_closes() {
     let mut s = Served::new(&hello);
