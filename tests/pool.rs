@@ -41,11 +41,18 @@ impl Gate {
         self.state.lock().unwrap().0
     }
 
-    fn wait_inside(&self, n: usize) {
+    /// Waits until `n` handlers are in; on failure, says what `server`
+    /// was doing (the one intermittent failure under Wine left no clue).
+    fn wait_inside(&self, n: usize, server: &ServerHandle) {
         let mut state = self.state.lock().unwrap();
         let deadline = Instant::now() + PATIENCE;
         while state.0 < n {
-            assert!(Instant::now() < deadline, "only {} handlers entered, waiting for {n}", state.0);
+            assert!(
+                Instant::now() < deadline,
+                "only {} handlers entered, waiting for {n}: {:?}",
+                state.0,
+                server.stats()
+            );
             state = self.changed.wait_timeout(state, PATIENCE).unwrap().0;
         }
     }
@@ -78,7 +85,7 @@ fn threads_are_added_while_handlers_block_and_never_past_the_bound() {
     for n in 1..=4 {
         let mut conn = connect(addr);
         send(&mut conn, &get("/block"));
-        gate.wait_inside(n);
+        gate.wait_inside(n, &server);
         blocked.push(conn);
     }
     let stats = server.stats();
@@ -108,7 +115,7 @@ fn a_trivial_request_is_served_while_every_core_thread_blocks() {
     let mut blocked: Vec<_> = (0..2).map(|_| connect(addr)).collect();
     for (n, conn) in blocked.iter_mut().enumerate() {
         send(conn, &get("/block"));
-        gate.wait_inside(n + 1);
+        gate.wait_inside(n + 1, &server);
     }
     let mut other = connect(addr);
     send(&mut other, &get("/"));
@@ -130,7 +137,7 @@ fn with_every_thread_blocked_new_clients_get_backpressure_not_threads() {
     let mut blocked: Vec<_> = (0..2).map(|_| connect(addr)).collect();
     for (n, conn) in blocked.iter_mut().enumerate() {
         send(conn, &get("/block"));
-        gate.wait_inside(n + 1);
+        gate.wait_inside(n + 1, &server);
     }
     let mut queued = connect(addr);
     send(&mut queued, &get("/"));
@@ -155,7 +162,7 @@ fn extra_threads_retire_after_the_idle_timeout_and_the_core_stays() {
     let mut blocked: Vec<_> = (0..3).map(|_| connect(addr)).collect();
     for (n, conn) in blocked.iter_mut().enumerate() {
         send(conn, &get("/block"));
-        gate.wait_inside(n + 1);
+        gate.wait_inside(n + 1, &server);
     }
     let grown = server.stats().threads;
     assert!(grown >= 3, "{:?}", server.stats());
@@ -187,7 +194,7 @@ fn a_retired_thread_s_stack_is_given_back_without_waiting_for_another_thread() {
     let mut blocked: Vec<_> = (0..4).map(|_| connect(addr)).collect();
     for (n, conn) in blocked.iter_mut().enumerate() {
         send(conn, &get("/block"));
-        gate.wait_inside(n + 1);
+        gate.wait_inside(n + 1, &server);
     }
     // Four threads are inside a handler, each on its own stack.
     assert!(stacks_of(STACK) >= 4, "{} stacks, {:?}", stacks_of(STACK), server.stats());
@@ -376,7 +383,7 @@ fn shutdown_closes_the_listener_at_once_so_new_clients_are_refused() {
     let addr = server.local_addr();
     let mut blocked = connect(addr);
     send(&mut blocked, &get("/block"));
-    gate.wait_inside(1);
+    gate.wait_inside(1, &server);
     server.signal().shutdown();
     let deadline = Instant::now() + PATIENCE;
     loop {
