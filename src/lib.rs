@@ -43,7 +43,8 @@
 //!   request and response), `json`, `cookies`, `compression` ([`compress`])
 //!   and `fs` ([`ServeDir`]).
 //!
-//! The README has a cookbook and the limits (Security); ARCHITECTURE.md
+//! The [`guide`] has a cookbook, every limit and default, the protocol
+//! and security details and the platforms; ARCHITECTURE.md
 //! tells how the engine works and BENCHMARKS.md how it measures against
 //! other servers; the examples directory has a program for each feature,
 //! each tested in `tests/examples.rs`.
@@ -129,6 +130,10 @@ pub use stats::Stats;
 pub use stream::BodyWriter;
 pub use upgrade::Upgraded;
 pub use urlencoded::Form;
+
+pub mod guide {
+    #![doc = include_str!("guide.md")]
+}
 
 /// The README's code, compiled and run as doctests.
 #[cfg(doctest)]

@@ -308,7 +308,7 @@ impl Server {
     /// in a shell's background job) is not watched. Turn it off when the
     /// program handles these signals itself and stops the server with a
     /// [`ShutdownSignal`]. On Windows the signals are the console's Ctrl-C
-    /// and Ctrl-Break (see the README's Platforms).
+    /// and Ctrl-Break (see the [guide](crate::guide)'s Platforms).
     pub fn stop_on_signals(mut self, on: bool) -> Server {
         self.stop_on_signals = Some(on);
         self

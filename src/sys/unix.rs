@@ -184,7 +184,7 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 /// until the kernel lets it through.
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
-/// hence `unsafe` (one of the crate's five blocks; see the README's
+/// hence `unsafe` (one of the crate's five blocks; see the guide's
 /// Security section).
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
