@@ -74,6 +74,17 @@ fn date(c: &mut Criterion) {
             format_date(black_box(secs))
         })
     });
+    // The same with httpdate (written into a stack buffer: no allocation).
+    let mut secs = 784_111_777u64;
+    g.bench_function("format_one_second_httpdate", |b| {
+        b.iter(|| {
+            secs += 1;
+            let mut out = [0u8; 29];
+            let date = httpdate::HttpDate::from(UNIX_EPOCH + Duration::from_secs(black_box(secs)));
+            std::io::Write::write_fmt(&mut &mut out[..], format_args!("{date}")).unwrap();
+            out
+        })
+    });
     let time = UNIX_EPOCH + Duration::from_secs(784_111_777);
     g.bench_function("http_date_string", |b| b.iter(|| httpool::http_date(black_box(time))));
     g.bench_function("system_time_now", |b| b.iter(SystemTime::now));

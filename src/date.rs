@@ -1,5 +1,12 @@
 //! The `Date` header value (RFC 9110 §5.6.7, IMF-fixdate), formatted at most
 //! once per second per cache.
+//!
+//! Written here rather than taken from `httpdate` (a dependency of the `fs`
+//! feature only): the default build needs no crate for it, and formatting a
+//! second costs 17.4 ns here against 27.2 ns through `httpdate`'s `Display`
+//! into a stack buffer (`cargo bench --bench encode -- date/format`), once
+//! per second per worker either way. A test holds it to `httpdate`'s output
+//! over four centuries.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -103,6 +110,18 @@ mod tests {
         ];
         for (secs, want) in cases {
             assert_eq!(&format_imf_fixdate(secs)[..], want, "{secs}");
+        }
+    }
+
+    /// Every day from 1970 to 2400, each at another second of the day, as
+    /// `httpdate` formats it.
+    #[test]
+    fn formats_every_day_of_four_centuries_as_httpdate_does() {
+        for day in 0..(430 * 366) {
+            let secs = day * 86_400 + day * 7_919 % 86_400;
+            let time = UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            let theirs = httpdate::fmt_http_date(time);
+            assert_eq!(std::str::from_utf8(&format_imf_fixdate(secs)).unwrap(), theirs, "{secs}");
         }
     }
 
