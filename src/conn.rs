@@ -471,18 +471,42 @@ fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
     }
 }
 
+/// What writing the queued answers achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flushed {
+    /// Everything is out.
+    All,
+    /// The client took what it could; the rest waits with the connection.
+    Held,
+    /// The write failed (logged): the connection closes.
+    Failed,
+}
+
 /// Writes the queued answers as far as the client takes them now. The rest
 /// stays with the connection, which parks until the client can take more
 /// (so a slow reader holds no worker); `then` is what becomes of the
-/// connection once everything is out. `Ok(true)` when nothing is left. At
-/// shutdown, when nothing parks any more, it waits for the client instead.
-fn send_queued<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-    then: Then,
-) -> Result<bool, ()> {
-    send_with(conn, io, cx, Cow::Borrowed(&[]), None, then).map_err(|e| write_failed(cx, &e))
+/// connection once everything is out. At shutdown, when nothing parks any
+/// more, it waits for the client instead.
+fn send_queued<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, then: Then) -> Flushed {
+    match send_with(conn, io, cx, Cow::Borrowed(&[]), None, then) {
+        Ok(true) => Flushed::All,
+        Ok(false) => Flushed::Held,
+        Err(e) => {
+            write_failed(cx, &e);
+            Flushed::Failed
+        }
+    }
+}
+
+/// [`send_queued`]: `None` once everything is out, else the turn ends —
+/// parked until the client takes the rest (then the connection goes on as
+/// `then`), or closed after a failed write.
+fn flush<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, then: Then) -> Option<Next> {
+    match send_queued(conn, io, cx, then) {
+        Flushed::All => None,
+        Flushed::Held => Some(pause(conn, cx, Next::Park)),
+        Flushed::Failed => Some(pause(conn, cx, Next::Close)),
+    }
 }
 
 /// Logs a failed write; one that waited too long on the client counts as a
@@ -519,19 +543,14 @@ fn send_with<T: Transport, H: ?Sized>(
     }
 }
 
-/// [`send_queued`] before the connection goes on to its next request:
-/// `None` to go on, else what becomes of it (parked until the client takes
-/// the rest, or closed).
+/// [`flush`] before the connection goes on to its next request: `None` to
+/// go on.
 fn send_before_going_on<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
 ) -> Option<Next> {
-    match send_queued(conn, io, cx, Then::KeepAlive) {
-        Ok(true) => None,
-        Ok(false) => Some(pause(conn, cx, Next::Park)),
-        Err(()) => Some(pause(conn, cx, Next::Close)),
-    }
+    flush(conn, io, cx, Then::KeepAlive)
 }
 
 /// Sends what the client had not taken when the connection parked. `None`
@@ -572,8 +591,8 @@ fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
         return close_idle(conn, io, cx);
     }
     match send_queued(conn, io, cx, Then::KeepAlive) {
-        Ok(_) => pause(conn, cx, Next::Park),
-        Err(()) => pause(conn, cx, Next::Close),
+        Flushed::All | Flushed::Held => pause(conn, cx, Next::Park),
+        Flushed::Failed => pause(conn, cx, Next::Close),
     }
 }
 
@@ -603,10 +622,8 @@ fn answer_error<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &
 /// (After an answer cut short, or the end of the client's stream, it closes
 /// at once.)
 fn close<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, answered: bool) -> Next {
-    match send_queued(conn, io, cx, Then::Close) {
-        Ok(true) => {}
-        Ok(false) => return pause(conn, cx, Next::Park),
-        Err(()) => return pause(conn, cx, Next::Close),
+    if let Some(next) = flush(conn, io, cx, Then::Close) {
+        return next;
     }
     if answered && has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
@@ -622,10 +639,8 @@ fn close<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx
 /// §9.3.1) — and not a reset; what came all the same is read and discarded
 /// while lingering.
 fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
-    match send_queued(conn, io, cx, Then::Close) {
-        Ok(true) => {}
-        Ok(false) => return pause(conn, cx, Next::Park),
-        Err(()) => return pause(conn, cx, Next::Close),
+    if let Some(next) = flush(conn, io, cx, Then::Close) {
+        return next;
     }
     io.shutdown_write();
     if has_unread_input(conn, io) {
@@ -647,10 +662,8 @@ fn has_unread_input<T: Transport>(conn: &mut ConnState, io: &mut T) -> bool {
 /// whatever comes until the client closes or [`LINGER`] is over (RFC 9112
 /// §9.6). Its unparsed bytes are dropped: nothing more is served on it.
 fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
-    match send_queued(conn, io, cx, Then::Linger) {
-        Ok(true) => {}
-        Ok(false) => return pause(conn, cx, Next::Park),
-        Err(()) => return pause(conn, cx, Next::Close),
+    if let Some(next) = flush(conn, io, cx, Then::Linger) {
+        return next;
     }
     io.shutdown_write();
     conn.discard_unparsed();
