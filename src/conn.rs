@@ -198,6 +198,7 @@ impl Turn {
 /// Responses to pipelined requests are queued and written together before
 /// the next read. Any error answered by the crate ends with `Connection:
 /// close`.
+#[inline]
 pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     conn.attach(&mut cx.scratch.buffers, cx.config.read_buffer_size());
     if let Some(next) = pick_up(conn, io, cx) {

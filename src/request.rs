@@ -56,16 +56,19 @@ impl<'a> Request<'a> {
 
     /// The request method, e.g. `"GET"`. Any token is accepted (RFC 9110
     /// §9.1 lets servers define methods); compare case-sensitively.
+    #[inline]
     pub fn method(&self) -> &str {
         self.text(self.parsed.method)
     }
 
     /// The request target exactly as sent, e.g. `"/search?q=x"`.
+    #[inline]
     pub fn target(&self) -> &str {
         self.text(self.parsed.target)
     }
 
     /// The path part of the target (before `?`), still percent-encoded.
+    #[inline]
     pub fn path(&self) -> &str {
         let target = self.target();
         match question_mark(target) {
@@ -76,6 +79,7 @@ impl<'a> Request<'a> {
     }
 
     /// The query part of the target (after `?`), if any.
+    #[inline]
     pub fn query(&self) -> Option<&str> {
         let target = self.target();
         question_mark(target).map(|at| &target[at + 1..])
