@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::body::{Body, BodyError};
+use crate::body_writer::{BodyWriter, copy_body};
 use crate::config::Config;
 use crate::date::DateCache;
 use crate::encode::{encode_error, encode_head, error_response, plan};
@@ -35,7 +36,6 @@ use crate::proto::{BodyKind, ResponseFraming};
 use crate::request::Request;
 use crate::response::{Payload, Response};
 use crate::stats::Counters;
-use crate::stream::{BodyWriter, copy_body};
 use crate::upgrade::{OnUpgrade, Upgraded};
 
 use state::ChunkScan;

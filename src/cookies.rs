@@ -175,7 +175,7 @@ mod set_cookie {
 #[cfg(test)]
 mod tests {
     use super::split_cookies;
-    use crate::testing::with_request;
+    use crate::request_fixture::with_request;
 
     #[test]
     fn cookies_of_a_request_over_every_cookie_header() {

@@ -154,7 +154,7 @@ impl<T: IntoResponse, E: IntoResponse> IntoResponse for Result<T, E> {
 /// for a `4xx`, the reason phrase for a `5xx`.
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        error_response(&self)
+        response_for_error(&self)
     }
 }
 
@@ -168,7 +168,7 @@ impl IntoResponse for Error {
 impl IntoResponse for io::Error {
     fn into_response(self) -> Response {
         if let Some(e) = self.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
-            return error_response(e);
+            return response_for_error(e);
         }
         use io::ErrorKind::*;
         match self.kind() {
@@ -181,7 +181,7 @@ impl IntoResponse for io::Error {
     }
 }
 
-fn error_response(e: &Error) -> Response {
+fn response_for_error(e: &Error) -> Response {
     let code = e.status();
     debug!("handler answered an error: {e}; sending {code}");
     if code < 500 {

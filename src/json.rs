@@ -93,8 +93,8 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::request_fixture::with_request;
     use crate::response::Payload;
-    use crate::testing::with_request;
 
     #[derive(Debug, PartialEq, serde::Deserialize)]
     struct Todo {

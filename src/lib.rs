@@ -58,6 +58,7 @@ mod logging;
 #[cfg(feature = "log")]
 mod access_log;
 mod body;
+mod body_writer;
 #[cfg(feature = "compression")]
 mod compress;
 mod config;
@@ -84,18 +85,17 @@ mod parse;
 mod pool;
 mod proto;
 mod request;
+#[cfg(test)]
+mod request_fixture;
 mod response;
 mod server;
 mod shared;
 mod signals;
 mod stats;
 mod status;
-mod stream;
 mod sync;
 mod sys;
 pub mod test;
-#[cfg(test)]
-mod testing;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod upgrade;
@@ -104,6 +104,7 @@ mod urlencoded;
 #[cfg(feature = "log")]
 pub use access_log::{ACCESS_LOG_TARGET, AccessLog, LogFormat, access_log};
 pub use body::Body;
+pub use body_writer::BodyWriter;
 #[cfg(feature = "compression")]
 pub use compress::{Compress, DEFAULT_COMPRESS_MIN_BYTES, DEFAULT_COMPRESSION_LEVEL, compress};
 pub use config::{
@@ -127,7 +128,6 @@ pub use request::Request;
 pub use response::{Content, Response};
 pub use server::{Server, ServerHandle, ShutdownSignal};
 pub use stats::Stats;
-pub use stream::BodyWriter;
 pub use upgrade::Upgraded;
 pub use urlencoded::Form;
 

@@ -4,9 +4,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
 
+use crate::body_writer::BodyWriter;
 use crate::headers::{is_sensitive, is_valid_name, is_valid_value};
 use crate::proto::{parse_decimal, tokens};
-use crate::stream::BodyWriter;
 use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// A response body.

@@ -188,7 +188,7 @@ fn decode_form_part(raw: &[u8]) -> Result<String, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{with_request, with_request_limited};
+    use crate::request_fixture::{with_request, with_request_limited};
 
     fn pairs(form: &Form) -> Vec<(&str, &str)> {
         form.iter().collect()

@@ -1,7 +1,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use super::*;
-use crate::testing::{with_request, with_request_limited};
+use crate::request_fixture::{with_request, with_request_limited};
 
 /// Captures the access lines logged in this test binary.
 struct Capture(Mutex<Vec<String>>);

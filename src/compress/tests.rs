@@ -3,7 +3,7 @@ use std::io::Read;
 use flate2::read::GzDecoder;
 
 use super::*;
-use crate::testing::with_request;
+use crate::request_fixture::with_request;
 
 const PAGE: &str = include_str!("../../LICENSE-MIT");
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
+use crate::request_fixture::with_request;
 use crate::response::Payload;
-use crate::testing::with_request;
 
 /// A fresh directory under the system's temporary one; removed on drop.
 struct TempDir(PathBuf);

@@ -1,0 +1,159 @@
+//! The in-memory transport the connection loop is tested and fuzzed over.
+
+use std::io::{self, Read, Write};
+use std::time::Duration;
+
+use super::{Ready, Transport};
+
+/// An in-memory transport for tests and fuzzing that behaves like a
+/// non-blocking socket under edge-triggered readiness: input arrives in
+/// scripted chunks (each one an edge), a read returns what has arrived (at
+/// most what was asked: a short read empties it) and `WouldBlock` when
+/// nothing has; the end of stream arrives after the last chunk as an edge
+/// of its own; writes take at most `room` bytes. A connection parked with
+/// bytes still unread is served again only if another arrival comes, as
+/// with epoll or kqueue, so a lost wake-up leaves a request unanswered.
+/// With [`Script::completion`], readiness is as mio gives it on Windows.
+#[derive(Default)]
+pub(crate) struct Script {
+    /// Arrivals still to come.
+    pub(crate) chunks: std::collections::VecDeque<Vec<u8>>,
+    /// Bytes that have arrived and are not read yet (the socket's receive
+    /// queue).
+    pub(crate) current: Vec<u8>,
+    /// The client closes its side after the last chunk.
+    pub(crate) eof: bool,
+    /// The end of stream has arrived: reads return 0 once `current` is read.
+    pub(crate) fin: bool,
+    pub(crate) written: Vec<u8>,
+    /// When set, `wait` for input succeeds and releases the next arrival
+    /// (the peer sends more while the worker waits); otherwise it times out.
+    pub(crate) patient: bool,
+    /// The server shut its sending side.
+    pub(crate) shut_write: bool,
+    /// Bytes the client takes before the socket is full (`None`: no
+    /// limit); a wait for room lifts the limit, as a client reading on
+    /// would.
+    pub(crate) room: Option<usize>,
+    /// Readiness as mio emulates it on Windows: once an arrival has woken
+    /// the connection, the next one wakes it only if a read or write since
+    /// returned `WouldBlock` (or it waited on the socket, after which it
+    /// registers afresh); a short read says nothing.
+    pub(crate) completion: bool,
+    /// Under `completion`: no wake-up since the last `WouldBlock`.
+    pub(crate) disarmed: bool,
+    /// Waits for input that return with nothing to read, before the script
+    /// answers them as usual: readiness may wake a waiter for nothing (mio
+    /// says so; Wine's emulation of Windows does it after a registration).
+    pub(crate) spurious: u32,
+    /// How long each wait for input was allowed to take.
+    pub(crate) waits: Vec<Duration>,
+}
+
+impl Script {
+    pub(crate) fn new(chunks: &[&[u8]]) -> Script {
+        Script { chunks: chunks.iter().map(|c| c.to_vec()).collect(), ..Script::default() }
+    }
+
+    /// The next arrival: a chunk, or once they are all in, the end of
+    /// stream (when the script has one). False when nothing is left to
+    /// arrive, or (under `completion`) when the arrival wakes nobody: a
+    /// parked connection is not woken again.
+    pub(crate) fn release(&mut self) -> bool {
+        if !self.arrive() {
+            return false;
+        }
+        let wakes = !(self.completion && self.disarmed);
+        self.disarmed = self.completion;
+        wakes
+    }
+
+    /// The next arrival, whether or not it wakes the connection.
+    fn arrive(&mut self) -> bool {
+        match self.chunks.pop_front() {
+            Some(chunk) => {
+                self.current.extend_from_slice(&chunk);
+                true
+            }
+            None if self.eof && !self.fin => {
+                self.fin = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// True when every byte that arrived was read: what a parked
+    /// connection must have done (else its wake-up was lost).
+    pub(crate) fn is_drained(&self) -> bool {
+        self.current.is_empty()
+    }
+}
+
+impl Read for Script {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.current.is_empty() {
+            if self.fin {
+                return Ok(0);
+            }
+            self.disarmed = false;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current.drain(..n);
+        Ok(n)
+    }
+}
+
+impl Write for Script {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = match &mut self.room {
+            Some(0) => {
+                self.disarmed = false;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Some(room) => {
+                let n = buf.len().min(*room);
+                *room -= n;
+                n
+            }
+            None => buf.len(),
+        };
+        self.written.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Script {
+    fn shutdown_write(&mut self) {
+        self.shut_write = true;
+    }
+
+    fn short_read_drains(&self) -> bool {
+        !self.completion
+    }
+
+    fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
+        // The socket leaves its seat while the worker waits, and is
+        // registered afresh when it parks.
+        self.disarmed = false;
+        if ready == Ready::Writable {
+            self.room = None;
+            return Ok(());
+        }
+        self.waits.push(timeout);
+        if self.spurious > 0 {
+            self.spurious -= 1;
+            return Ok(());
+        }
+        if !self.current.is_empty() || self.fin || (self.patient && self.arrive()) {
+            return Ok(());
+        }
+        Err(io::ErrorKind::TimedOut.into())
+    }
+}
