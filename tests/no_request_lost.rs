@@ -379,12 +379,16 @@ fn a_head_begun_at_shutdown_and_never_finished_does_not_hold_the_stop_past_the_g
 /// One client of `repeated_shutdowns_lose_no_request`: sends batches of one
 /// to three pipelined requests (every third to a handler that takes a few
 /// milliseconds) on one keep-alive connection until the server closes it.
-/// Returns how many requests it sent before shutdown began and how many of
-/// those were left without a whole answer.
-fn shutdown_client(addr: std::net::SocketAddr, id: usize, began: &std::sync::atomic::AtomicBool) -> (usize, usize) {
+/// Returns how many requests it sent before shutdown began and which of
+/// those were left without a whole answer (with how the read ended).
+fn shutdown_client(
+    addr: std::net::SocketAddr,
+    id: usize,
+    began: &std::sync::atomic::AtomicBool,
+) -> (usize, Vec<String>) {
     use std::sync::atomic::Ordering;
     let mut conn = connect(addr);
-    let (mut before, mut lost) = (0, 0);
+    let (mut before, mut lost) = (0, Vec::new());
     for batch in 0usize.. {
         let paths: Vec<String> = (0..1 + (id + batch) % 3)
             .map(|i| format!("/{}{id}-{batch}-{i}", if (id + batch + i) % 3 == 0 { "slow/" } else { "" }))
@@ -400,11 +404,11 @@ fn shutdown_client(addr: std::net::SocketAddr, id: usize, began: &std::sync::ato
             match read_reply(&mut conn, false) {
                 Ok(reply) if reply.status == 200 && reply.body == path.as_bytes() => {}
                 Ok(reply) => panic!("{path}: {reply:?}"),
-                Err(_) => {
+                Err(e) => {
                     // The server closed: a request sent after shutdown began
                     // may meet that (a client may send it again), no other.
                     if must_answer {
-                        lost += paths.len() - i;
+                        lost.extend(paths[i..].iter().map(|p| format!("{p} ({e}, batch of {})", paths.len())));
                     }
                     return (before, lost);
                 }
@@ -427,7 +431,7 @@ fn repeated_shutdowns_lose_no_request_sent_before_them() {
     use std::sync::atomic::{AtomicBool, Ordering};
     const ROUNDS: usize = 8;
     const CLIENTS: usize = 32;
-    let (mut before, mut lost) = (0, 0);
+    let (mut before, mut lost) = (0, Vec::new());
     for round in 0..ROUNDS {
         let server = Server::bind("127.0.0.1:0")
             .unwrap()
@@ -455,12 +459,12 @@ fn repeated_shutdowns_lose_no_request_sent_before_them() {
         for client in clients {
             let (b, l) = client.join().unwrap();
             before += b;
-            lost += l;
+            lost.extend(l.into_iter().map(|l| format!("round {round}: {l}")));
         }
         assert!(server.join());
     }
     assert!(before > ROUNDS * 200, "only {before} requests were sent before the shutdowns");
-    assert_eq!(lost, 0, "{lost} of {before} requests sent before shutdown were not answered");
+    assert!(lost.is_empty(), "{} of {before} requests sent before shutdown were not answered: {lost:#?}", lost.len());
 }
 
 /// A connection that parked because a read would block is served again
