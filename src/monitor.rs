@@ -118,7 +118,14 @@ impl Monitor {
     /// or did work since the last look.
     fn look(&mut self) -> bool {
         self.shared.tick();
-        let busy = self.find_stuck();
+        // Seats that need a thread go to `stuck`; a seat whose ready list
+        // waits while its worker waits for readiness goes to `nudge`.
+        let busy = self.shared.engine.look(
+            &mut self.seen,
+            &mut ExtendHeap(&mut self.timers),
+            &mut self.stuck,
+            &mut self.nudge,
+        );
         // Kept between looks so that a stuck seat costs no allocation.
         let (mut stuck, mut orphans, mut nudge) =
             (std::mem::take(&mut self.stuck), std::mem::take(&mut self.orphans), std::mem::take(&mut self.nudge));
@@ -126,7 +133,7 @@ impl Monitor {
             match self.shared.hand_over(seat) {
                 Some(HandOver::Spawn) => self.workers.spawn_for(seat),
                 Some(HandOver::Adopt) | None => {}
-                Some(HandOver::AtBound) => self.poll_for_busy_workers(seat, &mut orphans, &mut nudge),
+                Some(HandOver::AtBound) => self.shared.engine.poll_for_busy_workers(seat, &mut orphans, &mut nudge),
             }
         }
         stuck.clear();
@@ -139,52 +146,6 @@ impl Monitor {
         }
         (self.stuck, self.orphans, self.nudge) = (stuck, orphans, nudge);
         busy
-    }
-
-    /// Notes the seats that need a thread (into `self.stuck`) and wakes the
-    /// worker of a seat whose ready list waits while it waits for
-    /// readiness. Returns whether any seat is busy or moved.
-    fn find_stuck(&mut self) -> bool {
-        let mut busy = false;
-        let mut hub = self.shared.engine.lock();
-        hub.slots.drain_new_timers(&mut ExtendHeap(&mut self.timers));
-        for seat in 0..hub.board.seats() {
-            let unwatched = !hub.board.is_polled(seat);
-            let waiting = hub.board.has_ready(seat);
-            let progress = hub.board.progress(seat);
-            let moved = progress != self.seen[seat];
-            self.seen[seat] = progress;
-            // Traffic keeps the monitor looking often, so that no worker
-            // has to wake it.
-            busy |= unwatched || waiting || moved;
-            if moved || !(unwatched || waiting) || hub.crew.is_adopting(seat) {
-                continue;
-            }
-            if unwatched {
-                self.stuck.push(seat);
-            } else {
-                // Work queued behind the worker waiting for readiness.
-                self.nudge.push(seat);
-            }
-        }
-        busy
-    }
-
-    /// Every thread there may be is busy: a worker waiting at another seat
-    /// takes the stuck seat's ready work, or the monitor polls the seat
-    /// itself, so new connections are still accepted, queued or refused.
-    fn poll_for_busy_workers(&self, seat: usize, orphans: &mut Vec<usize>, nudge: &mut Vec<usize>) {
-        let mut hub = self.shared.engine.lock();
-        if !hub.board.is_free(seat) {
-            return;
-        }
-        if let Some(idle) = hub.board.polled_seat_except(orphans) {
-            if hub.board.has_ready(seat) {
-                nudge.push(idle);
-            }
-        }
-        hub.board.begin_poll(seat, false);
-        orphans.push(seat);
     }
 
     /// Once the extra threads have retired and had [`SETTLE`] to finish
@@ -221,21 +182,7 @@ impl Monitor {
         }
         let mut expired = Vec::new();
         let mut later = std::mem::take(&mut self.later);
-        {
-            let mut hub = self.shared.engine.lock();
-            while let Some(&Reverse(entry)) = self.timers.peek() {
-                if entry.0 > now {
-                    break;
-                }
-                self.timers.pop();
-                expired.extend(hub.slots.timer_due(entry, now, &mut later));
-            }
-            // Entries of connections that closed are dropped lazily; keep
-            // the heap proportional to what is open.
-            if self.timers.len() > 2 * hub.slots.open() + TIMER_SLACK {
-                self.timers.retain(|Reverse((at, slot, generation))| hub.slots.is_live_timer(*at, *slot, *generation));
-            }
-        }
+        self.shared.engine.expire(&mut self.timers, now, TIMER_SLACK, &mut later, &mut expired);
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
         for mut conn in expired {

@@ -61,7 +61,7 @@ pub struct Stats {
 }
 
 /// Thread counts for a [`Stats`] snapshot.
-#[derive(Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Threads {
     pub(crate) live: usize,
     pub(crate) idle: usize,

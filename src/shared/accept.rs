@@ -157,17 +157,8 @@ impl Shared {
     fn admit(&self, stream: Stream, peer: Peer, accepted_at: usize, delivers_data: bool) {
         self.counters.accepted();
         let state = ConnState::new(Some(Instant::now()));
-        let to_park = {
-            let mut hub = self.engine.lock();
-            let seat = hub.board.next_seat();
-            let conn = Conn::new(stream, peer, state, hub.slots.take(), seat);
-            if delivers_data {
-                hub.board.push_ready(accepted_at, conn);
-                None
-            } else {
-                Some(conn)
-            }
-        };
+        let make = |place, seat| Conn::new(stream, peer, state, place, seat);
+        let to_park = self.engine.admit(make, delivers_data.then_some(accepted_at));
         if let Some(conn) = to_park.and_then(|conn| self.park(conn)) {
             self.engine.requeue_at(accepted_at, conn);
         }

@@ -22,6 +22,8 @@
 //!   each has a thread to take it, and an idle thread retires only when no
 //!   adoption is pending.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
@@ -29,13 +31,14 @@ use mio::Token;
 
 use super::crew::{Crew, HandOver};
 use super::seats::SeatBoard;
-use super::slots::{Occupant, Slots};
+use super::slots::{Occupant, Slots, Timer};
 use crate::conn::Stop;
+use crate::stats::Threads;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// How far shutdown has gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stage {
+enum Stage {
     Running,
     /// Every request already received is in a ready list or with a worker:
     /// workers leave once those are served. Parking closes idle
@@ -44,12 +47,24 @@ pub(crate) enum Stage {
     Swept,
 }
 
-/// What the hub lock guards.
-pub(crate) struct Hub<C> {
-    pub(crate) slots: Slots<C>,
-    pub(crate) board: SeatBoard<C>,
-    pub(crate) crew: Crew,
-    pub(crate) stage: Stage,
+/// What the hub lock guards. Private to this file: every change to it is
+/// one of [`Engine`]'s methods.
+struct Hub<C> {
+    slots: Slots<C>,
+    board: SeatBoard<C>,
+    crew: Crew,
+    stage: Stage,
+}
+
+/// The hub's counts, read at one moment.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Load {
+    /// Connections with a slot (parked, queued or held by a worker).
+    pub(crate) open: usize,
+    pub(crate) parked: usize,
+    /// Connections in the seats' ready lists.
+    pub(crate) queued: usize,
+    pub(crate) threads: Threads,
 }
 
 /// What a worker does next.
@@ -105,7 +120,7 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Hub<C>> {
+    fn lock(&self) -> MutexGuard<'_, Hub<C>> {
         // Nothing panics while holding the lock; a poisoned hub is still whole.
         self.hub.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -116,6 +131,123 @@ impl<C: Occupant> Engine<C> {
 
     pub(crate) fn stopping_flag(&self) -> &Stop {
         &self.stopping
+    }
+
+    /// Gives a new connection a slot and the next seat in turn; `make`
+    /// builds it from the two. With `ready_at` (its first bytes are known to
+    /// be there) it joins that seat's ready list; else it is returned, held
+    /// by the caller, who parks it.
+    pub(crate) fn admit(&self, make: impl FnOnce((u32, u32), usize) -> C, ready_at: Option<usize>) -> Option<C> {
+        let mut hub = self.lock();
+        let seat = hub.board.next_seat();
+        let conn = make(hub.slots.take(), seat);
+        match ready_at {
+            Some(at) => {
+                hub.board.push_ready(at, conn);
+                None
+            }
+            None => Some(conn),
+        }
+    }
+
+    /// The hub's counts (for admission and [`Stats`](crate::Stats)).
+    pub(crate) fn load(&self) -> Load {
+        let hub = self.lock();
+        let (spawned, retired) = hub.crew.totals();
+        Load {
+            open: hub.slots.open(),
+            parked: hub.slots.parked(),
+            queued: hub.board.queued(),
+            threads: Threads {
+                live: hub.crew.live(),
+                // A worker waiting for readiness is idle too.
+                idle: hub.crew.idle() + hub.board.worker_pollers(),
+                spawned,
+                retired,
+            },
+        }
+    }
+
+    /// The monitor's look at every seat (`seen`: each seat's progress count
+    /// at the last look, updated). A seat nobody polls, with no progress
+    /// since, needs a thread: it goes to `stuck` (unless an adoption of it
+    /// is pending). A polled seat with ready work and no progress has its
+    /// poller wait for readiness while work queues: it goes to `nudge`.
+    /// Deadlines set since the last look go to `timers`. Returns whether any
+    /// seat is busy or moved.
+    pub(crate) fn look(
+        &self,
+        seen: &mut [u64],
+        timers: &mut impl Extend<Timer>,
+        stuck: &mut Vec<usize>,
+        nudge: &mut Vec<usize>,
+    ) -> bool {
+        let mut busy = false;
+        let mut hub = self.lock();
+        hub.slots.drain_new_timers(timers);
+        for (seat, seen) in seen.iter_mut().enumerate().take(hub.board.seats()) {
+            let unwatched = !hub.board.is_polled(seat);
+            let waiting = hub.board.has_ready(seat);
+            let progress = hub.board.progress(seat);
+            let moved = progress != *seen;
+            *seen = progress;
+            busy |= unwatched || waiting || moved;
+            if moved || !(unwatched || waiting) || hub.crew.is_adopting(seat) {
+                continue;
+            }
+            if unwatched {
+                stuck.push(seat);
+            } else {
+                nudge.push(seat);
+            }
+        }
+        busy
+    }
+
+    /// Every thread there may be is busy and `seat` still needs one: its
+    /// poll is claimed for the monitor, which polls it without waiting
+    /// (`seat` joins `orphans`), and a worker polling another seat (not one
+    /// of `orphans`) joins `nudge` when `seat` has ready work, to come and
+    /// take it. Nothing when the seat is polled or handed over meanwhile.
+    pub(crate) fn poll_for_busy_workers(&self, seat: usize, orphans: &mut Vec<usize>, nudge: &mut Vec<usize>) {
+        let mut hub = self.lock();
+        if !hub.board.is_free(seat) {
+            return;
+        }
+        if let Some(idle) = hub.board.polled_seat_except(orphans) {
+            if hub.board.has_ready(seat) {
+                nudge.push(idle);
+            }
+        }
+        hub.board.begin_poll(seat, false);
+        orphans.push(seat);
+    }
+
+    /// Pops the deadlines in `timers` that passed by `now`: parked
+    /// connections whose deadline it was are taken out of their slots into
+    /// `expired`; entries for a deadline that moved on go to `later`. The
+    /// heap is compacted when it holds many more entries than connections
+    /// are open (`slack` beyond two each).
+    pub(crate) fn expire(
+        &self,
+        timers: &mut BinaryHeap<Reverse<Timer>>,
+        now: Instant,
+        slack: usize,
+        later: &mut Vec<Timer>,
+        expired: &mut Vec<C>,
+    ) {
+        let mut hub = self.lock();
+        while let Some(&Reverse(entry)) = timers.peek() {
+            if entry.0 > now {
+                break;
+            }
+            timers.pop();
+            expired.extend(hub.slots.timer_due(entry, now, later));
+        }
+        // Entries of connections that closed are dropped lazily.
+        if timers.len() > 2 * hub.slots.open() + slack {
+            timers.retain(|Reverse((at, slot, generation))| hub.slots.is_live_timer(*at, *slot, *generation));
+        }
     }
 
     /// The next connection for the worker sitting at `seat` (which changes
@@ -289,6 +421,12 @@ impl<C: Occupant> Engine<C> {
         seats
     }
 
+    /// The sweep polls `seat` once more (it polled the seat and a poll's
+    /// buffer came back full): the seat is marked polled again.
+    pub(crate) fn repoll(&self, seat: usize) {
+        self.lock().board.begin_poll(seat, false);
+    }
+
     /// The sweep's last step: parked connections with a request in flight
     /// join their seat's ready list (their workers finish them), the others
     /// are returned to be closed; then the workers may leave.
@@ -306,6 +444,13 @@ impl<C: Occupant> Engine<C> {
         hub.stage = Stage::Swept;
         self.work.notify_all();
         idle
+    }
+
+    /// Counts a thread as asleep on the condition variable, as `next` does
+    /// (unit tests of hand-overs).
+    #[cfg(test)]
+    pub(crate) fn count_idle_thread(&self) {
+        self.lock().crew.went_idle();
     }
 
     /// Wakes every idle worker as a timeout would (model checks).

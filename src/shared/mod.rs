@@ -2,19 +2,37 @@
 //! core (the hub lock and its decisions, in [`engine`]), the seats'
 //! readiness sets, the listener, the counters.
 //!
-//! # Locks, and the order they are taken in
+//! # Locks and handshakes, and the order locks are taken in
 //!
 //! - The **hub** (in [`Engine`]) guards the slot table ([`slots`]), the
 //!   seats' ready lists and ownership ([`seats`]), the thread counts
-//!   ([`crew`]) and the shutdown stage. It is held briefly, never across a
-//!   system call that waits or a handler.
+//!   ([`crew`]) and the shutdown stage. Only `engine.rs` can reach it: every
+//!   change is an `Engine` method, which says the rule it keeps. It is held
+//!   briefly, never across a system call that waits or a handler, and no
+//!   other lock is taken while it is held. Its condition variables: idle
+//!   workers wait on `work`, the server handle on `exited`.
 //! - A seat's **poll** mutex is taken only by the thread that set the seat's
 //!   `polled` flag, to wait for readiness, then the hub (to queue what
 //!   became readable): order *poll → hub*.
+//! - A seat's **listener watch** mutex is taken alone, after the poll is
+//!   let go (`listener_reported`) or by an accept pass (`rearm_listener`).
 //! - The **listener** mutex is taken by accept passes (one at a time) and by
 //!   the close at shutdown; an accept pass takes the hub to admit a
-//!   connection, and pauses after `EMFILE` under a mutex of their own:
-//!   order *listener → hub*, *listener → pause*.
+//!   connection, a seat's listener watch to re-arm it, and pauses after
+//!   `EMFILE` under a mutex of its own: order *listener → hub*,
+//!   *listener → listener watch*, *listener → pause*.
+//! - The pool's **handle list** (`pool.rs`) is taken alone: by the monitor
+//!   starting a thread, by a retiring thread letting go of its own handle,
+//!   and by the server handle joining the lot.
+//! - The signal watchers' list (`signals.rs`) is taken alone, by a server
+//!   starting or stopping its watch.
+//! - The monitor's **dozing handshake** (no lock): before a long sleep the
+//!   monitor sets `monitor_dozing`, then looks at the seats once more, and
+//!   sleeps only if nothing is busy; a worker that has just polled events
+//!   (the hub let go) swaps the flag back and unparks the monitor. A worker
+//!   that starts serving before the second look is seen by it; one after
+//!   it finds the flag set, and the unpark makes the monitor's sleep
+//!   return (a thread's park token is kept until its next park).
 //!
 //! The invariants those locks keep are written at the top of [`engine`]
 //! and [`seats`].
@@ -104,9 +122,8 @@ impl Shared {
     /// ready lists are full (unless `ignore_queue`) or `max_connections` are
     /// open.
     fn is_saturated(&self, ignore_queue: bool) -> bool {
-        let hub = self.engine.lock();
-        (!ignore_queue && hub.board.queued() >= self.config.queue_depth)
-            || hub.slots.open() >= self.config.max_connections
+        let load = self.engine.load();
+        (!ignore_queue && load.queued >= self.config.queue_depth) || load.open >= self.config.max_connections
     }
 
     pub(crate) fn ticks(&self) -> u64 {
@@ -261,7 +278,7 @@ impl Shared {
             // One poll returns at most as many events as its buffer holds:
             // poll until the seat has no more.
             while self.poll_seat(seat, Some(Duration::ZERO), false) {
-                self.engine.lock().board.begin_poll(seat, false);
+                self.engine.repoll(seat);
             }
         }
         // Every parked connection goes back to a worker: one with a request
@@ -279,20 +296,13 @@ impl Shared {
 
     /// Worker threads alive now.
     pub(crate) fn live_threads(&self) -> usize {
-        self.engine.lock().crew.live()
+        self.engine.load().threads.live
     }
 
     /// The counts behind [`Stats`](crate::Stats).
     pub(crate) fn snapshot(&self) -> crate::Stats {
-        let hub = self.engine.lock();
-        let (spawned, retired) = hub.crew.totals();
-        let threads = crate::stats::Threads {
-            live: hub.crew.live(),
-            idle: hub.crew.idle() + hub.board.worker_pollers(),
-            spawned,
-            retired,
-        };
-        self.counters.snapshot(hub.slots.parked(), hub.board.queued(), threads)
+        let load = self.engine.load();
+        self.counters.snapshot(load.parked, load.queued, load.threads)
     }
 }
 
@@ -336,10 +346,8 @@ pub(crate) mod tests {
     /// seat, as after its first request); returns the client's end.
     fn park_idle(shared: &Shared, seat: usize) -> TcpStream {
         let (stream, theirs) = socket_pair();
-        let conn = {
-            let mut hub = shared.engine.lock();
-            Conn::new(stream, PEER, ConnState::default(), hub.slots.take(), seat)
-        };
+        let make = |place, _| Conn::new(stream, PEER, ConnState::default(), place, seat);
+        let conn = shared.engine.admit(make, None).expect("held by the caller");
         assert!(shared.park(conn).is_none(), "nothing to read yet: it parks");
         theirs
     }
@@ -354,16 +362,16 @@ pub(crate) mod tests {
         const CONNS: usize = 300;
         let shared = hub(1);
         let clients: Vec<TcpStream> = (0..CONNS).map(|_| park_idle(&shared, 0)).collect();
-        assert_eq!(shared.engine.lock().slots.parked(), CONNS);
+        assert_eq!(shared.engine.load().parked, CONNS);
         // Every client sends a request before shutdown begins.
         for mut client in &clients {
             client.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
         }
         shared.stop();
         shared.sweep();
-        let hub = shared.engine.lock();
+        let load = shared.engine.load();
         assert_eq!(
-            (hub.board.queued(), hub.slots.open()),
+            (load.queued, load.open),
             (CONNS, CONNS),
             "every connection with a request waits for a worker; none was closed as idle"
         );
@@ -377,13 +385,10 @@ pub(crate) mod tests {
     fn an_adoption_is_taken_by_an_idle_thread_not_by_a_busy_worker_passing_by() {
         let shared = hub(2);
         let (stream, _theirs) = socket_pair();
-        {
-            let mut hub = shared.engine.lock();
-            let conn = Conn::new(stream, PEER, ConnState::default(), hub.slots.take(), 1);
-            hub.board.push_ready(1, conn);
-            // A thread asleep on the condvar (counted, as `next` counts it).
-            hub.crew.went_idle();
-        }
+        let make = |place, _| Conn::new(stream, PEER, ConnState::default(), place, 1);
+        assert!(shared.engine.admit(make, Some(1)).is_none(), "queued at seat 1");
+        // A thread asleep on the condvar (counted, as `next` counts it).
+        shared.engine.count_idle_thread();
         // Seat 0's worker is stuck in a handler: the monitor hands its seat
         // to the idle thread.
         assert_eq!(shared.hand_over(0), Some(HandOver::Adopt));
