@@ -7,19 +7,15 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use crate::io::{Transport, read_wait, write_all_wait};
+use crate::io::{Transport, now, read_wait, write_all_wait};
 
 /// One read of body bytes, waiting up to `timeout` for them. A worker that
 /// must wait takes one of the places for body waits
 /// ([`Transport::begin_body_wait`]); with none left the read fails at once
 /// (`ResourceBusy`), so slow uploads cannot hold every thread.
 fn read_body_bytes(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
-    loop {
-        match io.read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            done => return done,
-        }
+    if let Some(n) = now(|| io.read(buf))? {
+        return Ok(n);
     }
     if !io.begin_body_wait() {
         return Err(BodyError::Busy.into_io());

@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::date::DateCache;
 use crate::encode::{encode_error, encode_head, error_response, plan};
 use crate::handler::Handler;
-use crate::io::{Ready, Transport, write_all_wait};
+use crate::io::{Ready, Transport, now, write_all_wait};
 use crate::net::Peer;
 use crate::outbox::{self, Policy, Sent};
 use crate::parse::{ConnectionOption, Downgrade, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head};
@@ -428,19 +428,18 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
         // `max_head_bytes` and refused before this read.
         return Read::Stop(refuse(conn, io, cx, ParseError::HeadTooLarge));
     }
-    match io.read(space) {
-        Ok(0) => Read::Closed,
-        Ok(n) => {
+    match now(|| io.read(space)) {
+        Ok(Some(0)) => Read::Closed,
+        Ok(Some(n)) => {
             conn.filled(n);
             turn.bytes += n;
             turn.dry = n < asked && io.short_read_drains();
             Read::Got
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => match finishing_head(conn, io, cx) {
+        Ok(None) => match finishing_head(conn, io, cx) {
             Some(read) => read,
             None => Read::Dry,
         },
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Read::Got,
         Err(e) => {
             debug!("{}: read failed: {e}", cx.peer);
             Read::Closed
@@ -682,23 +681,21 @@ fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
 fn linger<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, until: Instant) -> Next {
     let mut read = 0;
     loop {
-        match io.read(conn.scratch_space()) {
-            Ok(0) => break,
-            Ok(_) if Instant::now() >= until => break,
-            Ok(n) => {
+        match now(|| io.read(conn.scratch_space())) {
+            Ok(Some(0)) | Err(_) => break,
+            Ok(Some(_)) if Instant::now() >= until => break,
+            Ok(Some(n)) => {
                 read += n;
                 if read >= TURN_BYTES {
                     return pause(conn, cx, Next::Yield);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && cx.is_stopping() => {
+            Ok(None) if cx.is_stopping() => {
                 if io.wait(Ready::Readable, until.saturating_duration_since(Instant::now())).is_err() {
                     break;
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return pause(conn, cx, Next::Park),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+            Ok(None) => return pause(conn, cx, Next::Park),
         }
     }
     pause(conn, cx, Next::Close)
@@ -938,12 +935,12 @@ fn closing<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
         return false;
     }
     let space = conn.read_space(cx.config.read_buffer_size());
-    match io.read(space) {
-        Ok(n) if n > 0 => {
+    match now(|| io.read(space)) {
+        Ok(Some(n)) if n > 0 => {
             conn.filled(n);
             false
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => !io.input_begun(),
+        Ok(None) => !io.input_begun(),
         _ => true,
     }
 }

@@ -104,6 +104,45 @@ pub(crate) trait Transport: Read + Write {
     }
 }
 
+/// Runs `op` (one read, write or flush of a non-blocking stream) again
+/// while it is interrupted: `Ok(None)` when the stream would block.
+pub(crate) fn now<R>(mut op: impl FnMut() -> io::Result<R>) -> io::Result<Option<R>> {
+    loop {
+        match op() {
+            Ok(r) => return Ok(Some(r)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Runs `op` on `io` until it does not block, waiting for `ready` in
+/// between, up to `timeout` in all from the first wait (then `TimedOut`): a
+/// TLS record sent in pieces makes the socket ready again and again with
+/// nothing to read, and each of those wakes counts against the same
+/// deadline.
+pub(crate) fn waiting<T: Transport + ?Sized, R>(
+    io: &mut T,
+    ready: Ready,
+    timeout: Duration,
+    mut op: impl FnMut(&mut T) -> io::Result<R>,
+) -> io::Result<R> {
+    // Set at the first wait; `None` inside when `timeout` is unbounded.
+    let mut deadline = None;
+    loop {
+        if let Some(r) = now(|| op(io))? {
+            return Ok(r);
+        }
+        let deadline = *deadline.get_or_insert_with(|| Instant::now().checked_add(timeout));
+        let left = deadline.map_or(timeout, |at| at.saturating_duration_since(Instant::now()));
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        io.wait(ready, left)?;
+    }
+}
+
 /// [`Transport::send_file_now`] through a buffer: what the socket does not
 /// take of a chunk read is given back by moving the file position back.
 fn copy_file_now<T: Transport + ?Sized>(io: &mut T, file: &mut File, left: &mut u64) -> io::Result<bool> {
@@ -117,12 +156,10 @@ fn copy_file_now<T: Transport + ?Sized>(io: &mut T, file: &mut File, left: &mut 
         }
         let mut at = 0;
         while at < n {
-            match io.write(&chunk[at..n]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(k) => at += k,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            match now(|| io.write(&chunk[at..n]))? {
+                Some(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Some(k) => at += k,
+                None => break,
             }
         }
         *left -= at as u64;
@@ -138,50 +175,23 @@ fn file_too_short() -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, "file shorter than the response length")
 }
 
-/// Reads at least one byte (or end of stream), waiting up to `timeout` for it
-/// in all: a TLS record sent in pieces makes the socket readable again and
-/// again without a byte to read, and each of those wakes counts against the
-/// same deadline.
+/// Reads at least one byte (or end of stream), waiting up to `timeout` for
+/// it in all (see [`waiting`]).
 pub(crate) fn read_wait(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
-    // Set at the first wait; `None` inside when `timeout` is unbounded.
-    let mut deadline = None;
-    loop {
-        match io.read(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let deadline = *deadline.get_or_insert_with(|| Instant::now().checked_add(timeout));
-                let left = deadline.map_or(timeout, |at| at.saturating_duration_since(Instant::now()));
-                if left.is_zero() {
-                    return Err(io::ErrorKind::TimedOut.into());
-                }
-                io.wait(Ready::Readable, left)?;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            other => return other,
-        }
-    }
+    waiting(io, Ready::Readable, timeout, |io| io.read(buf))
 }
 
 /// Writes all of `buf`, waiting up to `timeout` each time the peer stops
 /// taking bytes.
 pub(crate) fn write_all_wait<T: Transport + ?Sized>(io: &mut T, mut buf: &[u8], timeout: Duration) -> io::Result<()> {
     while !buf.is_empty() {
-        match io.write(buf) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Writable, timeout)?,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        match waiting(io, Ready::Writable, timeout, |io| io.write(buf))? {
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            n => buf = &buf[n..],
         }
     }
     // A TLS stream may still hold records; plain sockets hold nothing.
-    loop {
-        match io.flush() {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.wait(Ready::Writable, timeout)?,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    waiting(io, Ready::Writable, timeout, |io| io.flush())
 }
 
 /// A worker's private readiness queue, used only on the slow path when one

@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::io::{Transport, write_all_wait};
+use crate::io::{Transport, now, write_all_wait};
 use crate::stats::{Counters, Held};
 
 /// The rest of the answers a client is slow to take: encoded bytes, then
@@ -155,12 +155,10 @@ fn send_file_now<T: Transport>(io: &mut T, file: &mut Option<(File, u64)>) -> io
 /// (`Ok(false)`), advancing `at`.
 fn write_now<T: Transport>(io: &mut T, buf: &[u8], at: &mut usize) -> io::Result<bool> {
     while *at < buf.len() {
-        match io.write(&buf[*at..]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => *at += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        match now(|| io.write(&buf[*at..]))? {
+            Some(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Some(n) => *at += n,
+            None => return Ok(false),
         }
     }
     Ok(true)
@@ -168,12 +166,5 @@ fn write_now<T: Transport>(io: &mut T, buf: &[u8], at: &mut usize) -> io::Result
 
 /// Sends what a TLS session holds: `Ok(false)` while the socket is full.
 fn flush_now<T: Transport>(io: &mut T) -> io::Result<bool> {
-    loop {
-        match io.flush() {
-            Ok(()) => return Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    Ok(now(|| io.flush())?.is_some())
 }
