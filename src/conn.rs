@@ -12,6 +12,8 @@
 //! the buffer is empty: bytes still in the kernel would wait for an edge
 //! that never comes.
 
+mod phase;
+mod read_buf;
 mod state;
 
 use std::borrow::Cow;
@@ -38,9 +40,10 @@ use crate::response::{Payload, Response};
 use crate::stats::Counters;
 use crate::upgrade::{OnUpgrade, Upgraded};
 
+use phase::{Drain, Dry, Kind, after, earliest};
+pub(crate) use phase::{Expiry, Then, is_past};
 use state::ChunkScan;
-pub(crate) use state::{ConnState, Expiry, Phase, Then, is_past};
-use state::{after, earliest};
+pub(crate) use state::ConnState;
 
 /// How long a connection closing after an error answer goes on reading
 /// (and discarding) what the client still sends: [`close_lingering`].
@@ -165,6 +168,11 @@ impl<'w, H: ?Sized> Ctx<'w, H> {
         after(since, self.config.shutdown_grace.saturating_sub(LINGER))
     }
 
+    /// Whether connections are being drained, and until when.
+    fn drain(&self) -> Drain {
+        if self.is_stopping() { Drain::Until(self.drain_end()) } else { Drain::No }
+    }
+
     fn policy(&self) -> Policy<'w> {
         Policy {
             stopping: self.is_stopping(),
@@ -272,15 +280,15 @@ fn end_of_input<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &
 /// Goes on with what the connection's last turn left: an answer the client
 /// was slow to take, a lingering close, a head whose time is up.
 fn pick_up<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Next> {
-    match &conn.phase {
-        Phase::Sending { .. } => resume_sending(conn, io, cx),
-        Phase::Lingering { until } => Some(linger(conn, io, cx, *until)),
+    match conn.phase.kind() {
+        Kind::Sending => resume_sending(conn, io, cx),
+        Kind::Lingering { until } => Some(linger(conn, io, cx, until)),
         // The head deadline, and what a body being collected has earned.
-        Phase::Head { .. } if is_past(conn.deadline(cx.config), Instant::now()) => {
+        Kind::Head if is_past(conn.deadline(cx.config), Instant::now()) => {
             cx.counters.timeout();
             Some(answer_error(conn, io, cx, 408))
         }
-        Phase::Head { .. } | Phase::Waiting { .. } => None,
+        Kind::Head | Kind::Waiting { .. } => None,
     }
 }
 
@@ -450,17 +458,16 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
 /// At shutdown nothing parks, but a request begun is finished: the worker
 /// waits for the rest of its head, or of a body being collected, within
 /// the deadline it would have had parked and the end of the drain
-/// ([`Ctx::drain_end`]). `None` otherwise.
+/// ([`Phase::when_dry`](phase::Phase::when_dry)). `None` when not stopping,
+/// or nothing is begun.
 fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Read> {
-    if !cx.is_stopping() {
+    let drain = cx.drain();
+    if drain == Drain::No {
         return None;
     }
     conn.begin_head(Instant::now(), io.input_begun());
-    if !matches!(conn.phase, Phase::Head { .. }) {
-        return None;
-    }
-    let deadline = earliest(conn.deadline(cx.config), cx.drain_end());
-    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let Dry::Wait { until } = conn.when_dry(cx.config, drain) else { return None };
+    let left = until.map(|d| d.saturating_duration_since(Instant::now()));
     match io.wait(Ready::Readable, left.unwrap_or(Duration::MAX)) {
         Ok(()) => Some(Read::Got),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -537,7 +544,7 @@ fn send_with<T: Transport, H: ?Sized>(
     match outbox::send(io, &mut cx.scratch.out, body, file, policy)? {
         Sent::All => Ok(true),
         Sent::Held(unsent) => {
-            conn.phase = Phase::Sending { unsent, then };
+            conn.phase.sending(unsent, then);
             Ok(false)
         }
     }
@@ -558,18 +565,17 @@ fn send_before_going_on<T: Transport, H: ?Sized>(
 /// else what becomes of it.
 fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Next> {
     let policy = cx.policy();
-    let Phase::Sending { unsent, then } = &mut conn.phase else { return None };
-    let then = *then;
+    let (unsent, then) = conn.phase.unsent()?;
     match unsent.resume(io, policy) {
         Ok(true) => {}
         Ok(false) => return Some(pause(conn, cx, Next::Park)),
         Err(e) => {
             write_failed(cx, &e);
-            conn.phase = Phase::Waiting { since: None, first: false };
+            conn.phase.sent();
             return Some(pause(conn, cx, Next::Close));
         }
     }
-    conn.phase = Phase::Waiting { since: None, first: false };
+    conn.phase.sent();
     match then {
         Then::KeepAlive => None,
         Then::Close => Some(close(conn, io, cx, true)),
@@ -587,7 +593,7 @@ fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Ne
 fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     // At shutdown an idle connection closes instead — like any close after
     // an answer, lingering if the client already sent more.
-    if cx.is_stopping() && !conn.must_finish() {
+    if conn.when_dry(cx.config, cx.drain()) == Dry::Close {
         return close_idle(conn, io, cx);
     }
     match send_queued(conn, io, cx, Then::KeepAlive) {
@@ -670,7 +676,7 @@ fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
     // At shutdown, no later than the grace allows.
     let end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
     let until = earliest(Some(Instant::now() + LINGER), end).unwrap_or_else(Instant::now);
-    conn.phase = Phase::Lingering { until };
+    conn.phase.linger(until);
     linger(conn, io, cx, until)
 }
 
@@ -690,12 +696,14 @@ fn linger<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
                     return pause(conn, cx, Next::Yield);
                 }
             }
-            Ok(None) if cx.is_stopping() => {
-                if io.wait(Ready::Readable, until.saturating_duration_since(Instant::now())).is_err() {
-                    break;
+            Ok(None) => match conn.when_dry(cx.config, cx.drain()) {
+                Dry::Wait { .. } => {
+                    if io.wait(Ready::Readable, until.saturating_duration_since(Instant::now())).is_err() {
+                        break;
+                    }
                 }
-            }
-            Ok(None) => return pause(conn, cx, Next::Park),
+                Dry::Park | Dry::Close => return pause(conn, cx, Next::Park),
+            },
         }
     }
     pause(conn, cx, Next::Close)

@@ -186,7 +186,7 @@ impl Monitor {
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
         for mut conn in expired {
-            match conn.state.expiry() {
+            match conn.state.phase.expiry() {
                 Expiry::RequestTimeout => self.answer_timeout(&mut conn),
                 Expiry::TimedOut => {}
                 // A lingering close that ran its time is no timeout of the client's.

@@ -1,88 +1,20 @@
-//! What a connection keeps between turns: its phase, from which its deadline
-//! and what happens when the deadline passes follow, and its read buffer.
+//! What a connection keeps between turns: its read buffer ([`ReadBuf`]),
+//! its phase ([`Phase`]: deadlines and what happens at each), how far the
+//! bytes received were parsed and what a body being collected still needs,
+//! and whether its handler calls block.
 
-use std::mem;
 use std::time::{Duration, Instant};
 
+use super::phase::{Drain, Dry, Phase};
+use super::read_buf::{ReadBuf, Released};
 use crate::body::ChunkedDecoder;
 use crate::config::Config;
-use crate::outbox::Unsent;
 use crate::parse::{Limits, trim_empty_lines};
 use crate::stats::Held;
-
-/// Read buffers a worker keeps for reuse.
-const POOLED_BUFFERS: usize = 8;
 
 /// Handler calls a connection is expected to block after one did: a client
 /// that asks for slow work tends to ask again, with quick requests between.
 const SLOW_MEMORY: u8 = 4;
-
-/// Smallest buffer a parked connection keeps for an unfinished head: room
-/// to read a few more bytes without taking a worker's buffer.
-const MIN_OWN_BUFFER: usize = 512;
-
-/// Where a connection is in its life, as far as its deadline goes.
-#[derive(Debug)]
-pub(crate) enum Phase {
-    /// No request begun. `first`: a new connection, whose first head must
-    /// arrive within the head timeout of its accept; else a kept-alive one,
-    /// closed after the idle timeout. `since` is set when the connection
-    /// first parks in this phase and never moves after: bytes that carry no
-    /// request (empty lines) do not restart the clock.
-    Waiting { since: Option<Instant>, first: bool },
-    /// Part of a request head (and of a small body collected with it) is in;
-    /// past the head timeout the client gets `408`.
-    Head { since: Instant },
-    /// The client is slow to take an answer: the rest of it, and what
-    /// becomes of the connection once it is out. Closed after the write
-    /// timeout without progress.
-    Sending { unsent: Box<Unsent>, then: Then },
-    /// Closing after an error answer: what the client still sends is read
-    /// and discarded until then.
-    Lingering { until: Instant },
-}
-
-/// What becomes of a connection after an answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Then {
-    KeepAlive,
-    Close,
-    /// Close, but the client may still be sending: a lingering close.
-    Linger,
-    /// The answer could not be finished (the client went away, a streamed
-    /// body failed): close once what is queued is out, without lingering.
-    Abort,
-}
-
-/// What the monitor does with a parked connection whose deadline passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Expiry {
-    /// A head was begun: answer `408`, then close (a timeout).
-    RequestTimeout,
-    /// Close without an answer (a timeout of the client's).
-    TimedOut,
-    /// Close without an answer; the lingering close simply ran its time.
-    Done,
-}
-
-/// `at + d`, or `None` (no deadline) when that is beyond what an `Instant`
-/// holds: a timeout of `Duration::MAX` means "never".
-pub(crate) fn after(at: Instant, d: Duration) -> Option<Instant> {
-    at.checked_add(d)
-}
-
-/// The earlier of two deadlines (`None`: never).
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// True once `deadline` has passed at `now`.
-pub(crate) fn is_past(deadline: Option<Instant>, now: Instant) -> bool {
-    deadline.is_some_and(|d| d <= now)
-}
 
 /// When parsing the unparsed bytes again can tell more than last time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,12 +36,7 @@ enum Reparse {
 /// Per-connection state that survives parking.
 #[derive(Debug)]
 pub(crate) struct ConnState {
-    /// The read buffer: a worker's full-size one while served; while
-    /// parked, none, or a small one of its own holding an unfinished head.
-    buf: Vec<u8>,
-    /// `buf[start..end]` is received but not yet parsed.
-    start: usize,
-    end: usize,
+    buf: ReadBuf,
     reparse: Reparse,
     pub(crate) phase: Phase,
     /// Requests answered on this connection.
@@ -136,11 +63,9 @@ impl ConnState {
     /// A new connection; `accepted` starts its first head deadline.
     pub(crate) fn new(accepted: Option<Instant>) -> ConnState {
         ConnState {
-            buf: Vec::new(),
-            start: 0,
-            end: 0,
+            buf: ReadBuf::default(),
             reparse: Reparse::Now,
-            phase: Phase::Waiting { since: accepted, first: true },
+            phase: Phase::new(accepted),
             requests: 0,
             slow_score: 0,
             share: None,
@@ -148,17 +73,16 @@ impl ConnState {
         }
     }
 
-    /// When the current park ends: a function of the phase alone.
+    /// When the current park ends: the phase's deadline, with what a body
+    /// being collected has earned.
     pub(crate) fn deadline(&self, config: &Config) -> Option<Instant> {
-        match &self.phase {
-            Phase::Waiting { since: Some(since), first: true } => after(*since, config.head_timeout),
-            Phase::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
-            // Stamped by every park; a connection never parks without it.
-            Phase::Waiting { since: None, .. } => None,
-            Phase::Head { since } => after(*since, config.head_timeout.saturating_add(self.body_allowance(config))),
-            Phase::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
-            Phase::Lingering { until } => Some(*until),
-        }
+        self.phase.deadline(config, self.body_allowance(config))
+    }
+
+    /// What the connection does when its socket has nothing now (see
+    /// [`Phase::when_dry`]).
+    pub(crate) fn when_dry(&self, config: &Config, drain: Drain) -> Dry {
+        self.phase.when_dry(self.deadline(config), drain)
     }
 
     /// The time a body being collected has earned beyond the head timeout:
@@ -173,34 +97,24 @@ impl ConnState {
         if rate == 0 {
             return config.body_timeout;
         }
-        let received = (self.end - self.start).saturating_sub(head) as u128;
+        let received = self.buf.unparsed().len().saturating_sub(head) as u128;
         Duration::from_nanos(u64::try_from(received * 1_000_000_000 / u128::from(rate)).unwrap_or(u64::MAX))
     }
 
-    /// What happens when [`ConnState::deadline`] passes.
-    pub(crate) fn expiry(&self) -> Expiry {
-        match self.phase {
-            Phase::Head { .. } => Expiry::RequestTimeout,
-            Phase::Waiting { .. } | Phase::Sending { .. } => Expiry::TimedOut,
-            Phase::Lingering { .. } => Expiry::Done,
-        }
-    }
-
-    /// True when something begun must be finished, even at shutdown: a
-    /// head or small body arriving, an answer going out, a close lingering
-    /// (closing at once could reset the connection under its answer).
+    /// True when something begun must be finished, even at shutdown (see
+    /// [`Phase::must_finish`]).
     pub(crate) fn must_finish(&self) -> bool {
-        matches!(self.phase, Phase::Head { .. } | Phase::Sending { .. } | Phase::Lingering { .. })
+        self.phase.must_finish()
     }
 
     /// True while an answer waits for the client to take it.
     pub(crate) fn is_sending(&self) -> bool {
-        matches!(self.phase, Phase::Sending { .. })
+        self.phase.kind() == super::phase::Kind::Sending
     }
 
     /// True when received bytes wait to be parsed.
     pub(crate) fn has_unparsed(&self) -> bool {
-        self.start < self.end
+        self.buf.has_unparsed()
     }
 
     /// True when the request in the buffer, whole or not, is a HEAD
@@ -210,60 +124,39 @@ impl ConnState {
     }
 
     pub(crate) fn unparsed(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        self.buf.unparsed()
     }
 
     pub(crate) fn unparsed_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[self.start..self.end]
+        self.buf.unparsed_mut()
     }
 
     /// The buffer from the first unparsed byte: the head, then what follows.
     pub(crate) fn split_at_head(&mut self, head_len: usize) -> (&[u8], &mut [u8]) {
-        let (before, rest) = self.buf.split_at_mut(self.start + head_len);
-        (&before[self.start..], rest)
+        self.buf.split_at_head(head_len)
     }
 
     /// The whole buffer, for reads whose bytes are not kept (a lingering
     /// close).
     pub(crate) fn scratch_space(&mut self) -> &mut [u8] {
-        if self.buf.is_empty() {
-            self.buf = vec![0; MIN_OWN_BUFFER];
-        }
-        &mut self.buf
+        self.buf.scratch_space()
     }
 
     /// Bytes after the unparsed ones as they were received, handed to an
     /// upgrade.
     pub(crate) fn take_unparsed(&mut self) -> &[u8] {
-        let (start, end) = (self.start, self.end);
-        (self.start, self.end) = (0, 0);
-        &self.buf[start..end]
+        self.buf.take_unparsed()
     }
 
-    /// Gets a worker's full-size buffer when the connection has none, or
-    /// one holding nothing; a small one of its own holding an unfinished
-    /// head is kept and read into, so a head trickled a byte at a time
-    /// is not copied at every byte.
+    /// Gets a worker's buffer for the turn (see [`ReadBuf::attach`]).
     pub(crate) fn attach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize) {
-        if self.buf.len() >= size || (self.has_unparsed() && self.end < self.buf.len()) {
-            return;
-        }
-        self.make_full(pool, size);
+        self.buf.attach(pool, size);
     }
 
     /// Makes the buffer full-size (a request is about to be answered: a
     /// body reader needs the room), keeping unparsed bytes.
     pub(crate) fn make_full(&mut self, pool: &mut Vec<Vec<u8>>, size: usize) {
-        if self.buf.len() >= size {
-            return;
-        }
-        let mut big = pool.pop().filter(|b| b.len() == size).unwrap_or_else(|| vec![0; size]);
-        let pending = self.end - self.start;
-        #[cfg(test)]
-        crate::parse::work::copied(pending);
-        big[..pending].copy_from_slice(self.unparsed());
-        self.buf = big;
-        (self.start, self.end) = (0, pending);
+        self.buf.make_full(pool, size);
     }
 
     /// Room to read into: empty lines before an unfinished head are dropped,
@@ -274,113 +167,48 @@ impl ConnState {
         if let (Reparse::Head { len }, Some(b'\r' | b'\n')) = (self.reparse, self.unparsed().first()) {
             self.drop_empty_lines(len);
         }
-        if self.end == self.buf.len() {
-            #[cfg(test)]
-            crate::parse::work::copied(self.end - self.start);
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                (self.start, self.end) = (0, self.end - self.start);
-            } else if self.buf.len() < self.room_allowed(size) {
-                let grown = (self.buf.len() * 2).clamp(MIN_OWN_BUFFER, self.room_allowed(size));
-                self.buf.resize(grown, 0);
-            }
-        }
-        &mut self.buf[self.end..]
-    }
-
-    /// How large the buffer may grow: `size`, or what a body being
-    /// collected needs once the buffer holds a share of the budget.
-    fn room_allowed(&self, size: usize) -> usize {
-        if self.share.is_some() { size.max(self.awaited_len()) } else { size }
+        let limit = if self.share.is_some() { size.max(self.awaited_len()) } else { size };
+        self.buf.space(limit)
     }
 
     /// `n` bytes were read into [`ConnState::read_space`].
     pub(crate) fn filled(&mut self, n: usize) {
-        self.end += n;
+        self.buf.filled(n);
     }
 
     /// Ends a turn: gives a worker's buffer back to `pool`, keeps only
-    /// unparsed bytes (empty lines dropped), and stamps the phase's clock.
+    /// unparsed bytes (empty lines dropped), and starts the phase's clock.
     pub(crate) fn detach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize, now: Instant) {
         // Empty lines before a request line are ignored (RFC 9112 §2.2);
         // they start no head and move no clock.
-        let trimmed = self.end - trim_empty_lines(self.unparsed()).len();
-        if trimmed != self.start {
-            self.start = trimmed;
+        let empty = self.unparsed().len() - trim_empty_lines(self.unparsed()).len();
+        if empty > 0 {
+            self.buf.skip(empty);
             self.reparse = Reparse::Now;
         }
-        if !self.has_unparsed() {
-            (self.start, self.end) = (0, 0);
-        }
-        self.stamp(now);
-        let pending = self.end - self.start;
-        if self.buf.len() > size && pending > size {
-            // Grown for a body, and still holding one: it keeps its share.
-            self.make_body_room();
-            return;
-        }
-        if self.buf.len() > size {
-            // Grown for a body now answered: what is left moves to a buffer
-            // of the usual size (or smaller), and the share goes back.
-            let mut own = vec![0; (pending * 2).clamp(MIN_OWN_BUFFER, size)];
-            #[cfg(test)]
-            crate::parse::work::copied(pending);
-            own[..pending].copy_from_slice(self.unparsed());
-            self.buf = own;
-            (self.start, self.end) = (0, pending);
-            self.share = None;
-            return;
-        }
-        if self.buf.len() < size || pending * 2 >= size {
-            // Its own buffer, or a head that would need one as large.
-            self.make_body_room();
-            return;
-        }
-        let keep = if pending == 0 {
-            Vec::new()
-        } else {
-            let mut own = vec![0; (pending * 2).clamp(MIN_OWN_BUFFER, size)];
-            #[cfg(test)]
-            crate::parse::work::copied(pending);
-            own[..pending].copy_from_slice(self.unparsed());
-            own
-        };
-        (self.start, self.end) = (0, pending);
-        let big = mem::replace(&mut self.buf, keep);
-        if pool.len() < POOLED_BUFFERS && big.len() == size {
-            pool.push(big);
-        }
-    }
-
-    /// Sets the clock of the phase the connection parks in.
-    fn stamp(&mut self, now: Instant) {
+        // An empty buffer restarts at its front.
+        let (start, end) = self.buf.bounds();
+        self.buf.consume(start, end);
         self.begin_head(now, false);
-        if let Phase::Waiting { since, .. } = &mut self.phase {
-            since.get_or_insert(now);
+        self.phase.stamp(now);
+        if self.buf.release(pool, size) == Released::Shrunk {
+            // Grown for a body now answered: the share goes back.
+            self.share = None;
         }
     }
 
     /// Moves a connection waiting for a request to the head phase once the
     /// bytes received begin one, or `below` says input has begun that the
-    /// buffer does not show yet (TLS: part of a record). A turn's end does it
-    /// (`detach`); so does a worker that must wait for the rest of a head
-    /// within its turn (at shutdown, when nothing parks), which must not
-    /// take a head read in this very turn for an idle connection.
+    /// buffer does not show yet (TLS: part of a record). A turn's end does
+    /// it (`detach`), and so does a worker that must wait for the rest of a
+    /// head within its turn (at shutdown, when nothing parks).
     pub(crate) fn begin_head(&mut self, now: Instant, below: bool) {
         // Empty lines before a request line begin no head (RFC 9112 §2.2),
         // nor does a CR first: it can only start one (what else a head may
         // have after it is refused when parsed).
         let rest = trim_empty_lines(self.unparsed());
-        let begun = below || rest.first().is_some_and(|&b| b != b'\r');
-        if let Phase::Waiting { since, first } = self.phase {
-            if begun {
-                // A new connection's first head runs from the accept.
-                let since = match (since, first) {
-                    (Some(accepted), true) => accepted,
-                    _ => now,
-                };
-                self.phase = Phase::Head { since };
-            }
+        if below || rest.first().is_some_and(|&b| b != b'\r') {
+            self.phase.start_head(now);
         }
     }
 
@@ -389,37 +217,28 @@ impl ConnState {
     /// connection waits for the next request, whose clock starts when it
     /// parks.
     pub(crate) fn consumed(&mut self, to: usize, end: usize) {
-        (self.start, self.end) = (to.min(end), end);
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        }
+        self.buf.consume(to, end);
         self.reparse = Reparse::Now;
         self.refused = false;
-        if !matches!(self.phase, Phase::Sending { .. } | Phase::Lingering { .. }) {
-            self.phase = Phase::Waiting { since: None, first: false };
-        }
+        self.phase.idle();
     }
 
     /// Drops every unparsed byte: nothing more is served on the connection.
     pub(crate) fn discard_unparsed(&mut self) {
-        self.consumed(self.end, self.end);
+        let (_, end) = self.buf.bounds();
+        self.consumed(end, end);
     }
 
     /// Offsets into the buffer of the unparsed bytes.
     pub(crate) fn bounds(&self) -> (usize, usize) {
-        (self.start, self.end)
+        self.buf.bounds()
     }
 
     /// Moves unparsed bytes to the front of the buffer, so the space after a
     /// head (at most `max_head_bytes`) is at least the slack a body reader
     /// needs.
     pub(crate) fn make_body_room(&mut self) {
-        if self.start > 0 {
-            #[cfg(test)]
-            crate::parse::work::copied(self.end - self.start);
-            self.buf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
+        self.buf.compact();
     }
 
     /// True when parsing the unparsed bytes again may tell more than the
@@ -429,7 +248,7 @@ impl ConnState {
     /// at every byte, so the work stays linear in its size. (A malformed
     /// token in an unfinished line is found when the line ends.)
     pub(crate) fn worth_parsing(&self, limits: &Limits) -> bool {
-        let len = self.end - self.start;
+        let len = self.unparsed().len();
         match self.reparse {
             Reparse::Now => true,
             Reparse::Body { len: needed, .. } => len >= needed,
@@ -449,7 +268,7 @@ impl ConnState {
 
     /// The last parse found the head unfinished.
     pub(crate) fn parsed_partial(&mut self) {
-        self.reparse = Reparse::Head { len: self.end - self.start };
+        self.reparse = Reparse::Head { len: self.unparsed().len() };
     }
 
     /// Drops the empty lines before an unfinished head, before more of it
@@ -460,7 +279,7 @@ impl ConnState {
     #[cold]
     fn drop_empty_lines(&mut self, parsed: usize) {
         let dropped = self.unparsed().len() - trim_empty_lines(self.unparsed()).len();
-        self.start += dropped;
+        self.buf.skip(dropped);
         self.reparse = Reparse::Head { len: parsed.saturating_sub(dropped) };
     }
 
@@ -481,9 +300,8 @@ impl ConnState {
         self.share.is_none()
             && !self.refused
             && self.awaited_len() > size
-            && self.start == 0
-            && self.end == self.buf.len()
-            && self.buf.len() >= size
+            && self.buf.is_full()
+            && self.buf.capacity() >= size
     }
 
     /// The share was given: the buffer may grow past the read buffer's
@@ -519,7 +337,7 @@ impl ConnState {
     /// scanned once more, whole, to decide).
     pub(crate) fn scan_awaited(&mut self) {
         let Reparse::Chunked(mut scan) = self.reparse else { return };
-        self.reparse = if scan.advance(self.unparsed()) { Reparse::Now } else { Reparse::Chunked(scan) };
+        self.reparse = if scan.advance(self.buf.unparsed()) { Reparse::Now } else { Reparse::Chunked(scan) };
     }
 
     /// Bytes changed in place (a rewritten version): parse again.
@@ -541,7 +359,7 @@ impl ConnState {
     /// keeps.
     #[cfg(test)]
     pub(crate) fn buffer_len(&self) -> usize {
-        self.buf.len()
+        self.buf.capacity()
     }
 }
 

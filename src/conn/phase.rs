@@ -1,0 +1,239 @@
+//! Where a connection is in its life, as far as time goes: its phase, the
+//! moves the connection loop asks of it, the deadline each phase has, what
+//! happens when that deadline passes, and what a connection whose socket
+//! has nothing more does — park, or at shutdown (when nothing parks) wait
+//! for what it must finish, or close. Nothing outside this file sets the
+//! phase.
+
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::outbox::Unsent;
+
+/// The phase of a connection. Only the moves below change it.
+#[derive(Debug)]
+pub(crate) struct Phase(State);
+
+#[derive(Debug)]
+enum State {
+    /// No request begun. `first`: a new connection, whose first head must
+    /// arrive within the head timeout of its accept; else a kept-alive one,
+    /// closed after the idle timeout. `since` is set when the connection
+    /// first parks in this phase and never moves after: bytes that carry no
+    /// request (empty lines) do not restart the clock.
+    Waiting { since: Option<Instant>, first: bool },
+    /// Part of a request head (and of a small body collected with it) is in;
+    /// past the head timeout the client gets `408`.
+    Head { since: Instant },
+    /// The client is slow to take an answer: the rest of it, and what
+    /// becomes of the connection once it is out. Closed after the write
+    /// timeout without progress.
+    Sending { unsent: Box<Unsent>, then: Then },
+    /// Closing after an answer while the client may still send: what it
+    /// sends is read and discarded until then.
+    Lingering { until: Instant },
+}
+
+/// The phase as the connection loop sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Waiting { first: bool },
+    Head,
+    Sending,
+    Lingering { until: Instant },
+}
+
+/// What becomes of a connection after an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Then {
+    KeepAlive,
+    Close,
+    /// Close, but the client may still be sending: a lingering close.
+    Linger,
+    /// The answer could not be finished (the client went away, a streamed
+    /// body failed): close once what is queued is out, without lingering.
+    Abort,
+}
+
+/// What the monitor does with a parked connection whose deadline passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// A head was begun: answer `408`, then close (a timeout).
+    RequestTimeout,
+    /// Close without an answer (a timeout of the client's).
+    TimedOut,
+    /// Close without an answer; the lingering close simply ran its time.
+    Done,
+}
+
+/// What a connection whose socket has nothing more for now does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dry {
+    /// Park until readiness (a shutdown that has swept hands it back to its
+    /// worker when it has something to finish).
+    Park,
+    /// Shutdown: nothing parks, and something begun must be finished: the
+    /// worker waits for the client, at most until then (`None`: no limit).
+    Wait { until: Option<Instant> },
+    /// Shutdown, and nothing begun: close.
+    Close,
+}
+
+/// When the server is stopping, until when connections are drained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drain {
+    /// Not stopping.
+    No,
+    /// Stopping: requests already sent are read, and heads begun waited
+    /// for, until then (`None`: no limit).
+    Until(Option<Instant>),
+}
+
+/// `at + d`, or `None` (no deadline) when that is beyond what an `Instant`
+/// holds: a timeout of `Duration::MAX` means "never".
+pub(crate) fn after(at: Instant, d: Duration) -> Option<Instant> {
+    at.checked_add(d)
+}
+
+/// The earlier of two deadlines (`None`: never).
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// True once `deadline` has passed at `now`.
+pub(crate) fn is_past(deadline: Option<Instant>, now: Instant) -> bool {
+    deadline.is_some_and(|d| d <= now)
+}
+
+impl Phase {
+    /// A new connection, waiting for its first request; `accepted` starts
+    /// its head deadline.
+    pub(crate) fn new(accepted: Option<Instant>) -> Phase {
+        Phase(State::Waiting { since: accepted, first: true })
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        match &self.0 {
+            State::Waiting { first, .. } => Kind::Waiting { first: *first },
+            State::Head { .. } => Kind::Head,
+            State::Sending { .. } => Kind::Sending,
+            State::Lingering { until } => Kind::Lingering { until: *until },
+        }
+    }
+
+    /// A head has begun: a connection waiting for a request starts its head
+    /// clock — from its accept for its first request, else from `now`.
+    pub(crate) fn start_head(&mut self, now: Instant) {
+        if let State::Waiting { since, first } = self.0 {
+            let since = match (since, first) {
+                (Some(accepted), true) => accepted,
+                _ => now,
+            };
+            self.0 = State::Head { since };
+        }
+    }
+
+    /// The request at hand is answered: the connection waits for the next,
+    /// its idle clock starting when it parks. (An answer still going out, or
+    /// a lingering close, stays as it is.)
+    pub(crate) fn idle(&mut self) {
+        if matches!(self.0, State::Waiting { .. } | State::Head { .. }) {
+            self.0 = State::Waiting { since: None, first: false };
+        }
+    }
+
+    /// The turn ends at `now`: a connection waiting for a request starts
+    /// its clock, unless it runs already.
+    pub(crate) fn stamp(&mut self, now: Instant) {
+        if let State::Waiting { since, .. } = &mut self.0 {
+            since.get_or_insert(now);
+        }
+    }
+
+    /// The client did not take all of an answer: the rest waits with the
+    /// connection, which then goes on as `then`.
+    pub(crate) fn sending(&mut self, unsent: Box<Unsent>, then: Then) {
+        self.0 = State::Sending { unsent, then };
+    }
+
+    /// The answer waiting for the client, and what comes after it.
+    pub(crate) fn unsent(&mut self) -> Option<(&mut Unsent, Then)> {
+        match &mut self.0 {
+            State::Sending { unsent, then } => Some((unsent, *then)),
+            _ => None,
+        }
+    }
+
+    /// The waiting answer is out, or failed: the connection waits for its
+    /// next request (or is closed by the caller).
+    pub(crate) fn sent(&mut self) {
+        self.0 = State::Waiting { since: None, first: false };
+    }
+
+    /// A lingering close, until `until`.
+    pub(crate) fn linger(&mut self, until: Instant) {
+        self.0 = State::Lingering { until };
+    }
+
+    /// When the current park ends. `collected` is what a body being
+    /// collected has earned beyond the head timeout.
+    pub(crate) fn deadline(&self, config: &Config, collected: Duration) -> Option<Instant> {
+        match &self.0 {
+            State::Waiting { since: Some(since), first: true } => after(*since, config.head_timeout),
+            State::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
+            // Stamped by every park; a connection never parks without it.
+            State::Waiting { since: None, .. } => None,
+            State::Head { since } => after(*since, config.head_timeout.saturating_add(collected)),
+            State::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
+            State::Lingering { until } => Some(*until),
+        }
+    }
+
+    /// What happens when [`Phase::deadline`] passes.
+    pub(crate) fn expiry(&self) -> Expiry {
+        match self.0 {
+            State::Head { .. } => Expiry::RequestTimeout,
+            State::Waiting { .. } | State::Sending { .. } => Expiry::TimedOut,
+            State::Lingering { .. } => Expiry::Done,
+        }
+    }
+
+    /// True when something begun must be finished, even at shutdown: a
+    /// head or small body arriving, an answer going out, a close lingering
+    /// (closing at once could reset the connection under its answer).
+    pub(crate) fn must_finish(&self) -> bool {
+        !matches!(self.0, State::Waiting { .. })
+    }
+
+    /// What the connection does when its socket has nothing now (`deadline`:
+    /// its own, [`Phase::deadline`]). The one place where shutdown decides
+    /// between parking, waiting and closing: when stopping nothing parks;
+    /// a head begun is waited for until its deadline or the end of the
+    /// drain, a lingering close until its end; an idle connection closes.
+    pub(crate) fn when_dry(&self, deadline: Option<Instant>, drain: Drain) -> Dry {
+        let Drain::Until(drain_end) = drain else { return Dry::Park };
+        match self.0 {
+            State::Waiting { .. } => Dry::Close,
+            State::Head { .. } => Dry::Wait { until: earliest(deadline, drain_end) },
+            State::Lingering { until } => Dry::Wait { until: Some(until) },
+            // At shutdown an answer is written waiting for the client (see
+            // `outbox::Policy`); one held from before goes back to its worker
+            // to be finished.
+            State::Sending { .. } => Dry::Park,
+        }
+    }
+
+    /// The clock of a connection waiting for a request or for the rest of
+    /// a head (tests).
+    #[cfg(test)]
+    pub(crate) fn since(&self) -> Option<Instant> {
+        match self.0 {
+            State::Waiting { since, .. } => since,
+            State::Head { since } => Some(since),
+            _ => None,
+        }
+    }
+}
