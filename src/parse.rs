@@ -8,7 +8,9 @@
 
 use std::mem::MaybeUninit;
 
-use crate::proto::{BodyKind, Version, is_token, parse_decimal, tokens, trim};
+use framing::FramingHeaders;
+
+use crate::proto::{BodyKind, Version, is_token, trim};
 
 /// Work done on this thread, for tests that bound it.
 #[cfg(test)]
@@ -536,135 +538,6 @@ fn span(buf: &[u8], part: &[u8]) -> (u32, u32) {
     (start as u32, part.len() as u32)
 }
 
-/// The framing-relevant headers seen so far.
-#[derive(Default)]
-struct FramingHeaders {
-    content_length: Option<u64>,
-    transfer_encoding: Option<Codings>,
-    hosts: u32,
-    connection: ConnectionOption,
-    upgrade: bool,
-    expect_continue: bool,
-}
-
-/// The transfer codings listed so far, in order (RFC 9112 §6.1).
-#[derive(Default, Clone, Copy)]
-struct Codings {
-    /// The last coding listed is `chunked`.
-    final_chunked: bool,
-    /// `chunked` was listed more than once.
-    chunked_twice: bool,
-    chunked_seen: bool,
-    /// A coding that is not registered (RFC 9110 §18.6) was listed.
-    unknown: bool,
-}
-
-impl FramingHeaders {
-    fn add(&mut self, name: &str, value: &[u8], version: Version) -> Result<(), ParseError> {
-        if name.eq_ignore_ascii_case("content-length") {
-            self.add_content_length(value)
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            if version == Version::Http10 {
-                // RFC 9112 §6.1: TE in a 1.0 message means the framing is faulty.
-                return Err(ParseError::Malformed("Transfer-Encoding in HTTP/1.0"));
-            }
-            self.add_transfer_encoding(value)
-        } else if name.eq_ignore_ascii_case("host") {
-            self.hosts += 1;
-            check_host(value)
-        } else if name.eq_ignore_ascii_case("connection") {
-            self.add_connection(value);
-            Ok(())
-        } else if name.eq_ignore_ascii_case("expect") {
-            self.add_expect(value)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// RFC 9110 §8.6: `Content-Length = 1*DIGIT`; several fields must agree.
-    fn add_content_length(&mut self, value: &[u8]) -> Result<(), ParseError> {
-        let n = parse_decimal(value).ok_or(ParseError::Malformed("invalid Content-Length"))?;
-        match self.content_length {
-            Some(prev) if prev != n => Err(ParseError::Malformed("conflicting Content-Length")),
-            _ => {
-                self.content_length = Some(n);
-                Ok(())
-            }
-        }
-    }
-
-    /// RFC 9112 §6.1: a list of codings, possibly over several fields.
-    fn add_transfer_encoding(&mut self, value: &[u8]) -> Result<(), ParseError> {
-        let codings = self.transfer_encoding.get_or_insert_with(Codings::default);
-        let mut listed = false;
-        for coding in tokens(value) {
-            let chunked = coding.eq_ignore_ascii_case(b"chunked");
-            if !chunked && !is_token(coding) {
-                return Err(ParseError::Malformed("invalid transfer coding"));
-            }
-            codings.chunked_twice |= chunked && codings.chunked_seen;
-            codings.chunked_seen |= chunked;
-            codings.final_chunked = chunked;
-            codings.unknown |= !chunked && !is_known_coding(coding);
-            listed = true;
-        }
-        if !listed {
-            return Err(ParseError::Malformed("empty Transfer-Encoding"));
-        }
-        Ok(())
-    }
-
-    fn add_connection(&mut self, value: &[u8]) {
-        for option in tokens(value) {
-            if option.eq_ignore_ascii_case(b"close") {
-                self.connection = ConnectionOption::Close;
-            } else if option.eq_ignore_ascii_case(b"keep-alive") {
-                if self.connection == ConnectionOption::Default {
-                    self.connection = ConnectionOption::KeepAlive;
-                }
-            } else if option.eq_ignore_ascii_case(b"upgrade") {
-                self.upgrade = true;
-            }
-        }
-    }
-
-    /// RFC 9110 §10.1.1: `100-continue` is the only expectation defined; a
-    /// server that does not support an expectation answers 417.
-    fn add_expect(&mut self, value: &[u8]) -> Result<(), ParseError> {
-        for expectation in tokens(value) {
-            if expectation.eq_ignore_ascii_case(b"100-continue") {
-                self.expect_continue = true;
-            } else {
-                return Err(ParseError::Expectation);
-            }
-        }
-        Ok(())
-    }
-
-    /// RFC 9112 §6.3, in order: Transfer-Encoding with Content-Length is an
-    /// error here (a server MAY reject it, and must close after it anyway);
-    /// a Transfer-Encoding whose final coding is not `chunked` MUST get 400;
-    /// a coding nobody registered gets 501 (§6.1); a registered one before
-    /// `chunked` (`gzip`, `deflate`, `compress`) is left for the handler
-    /// to decode: the body reader removes only `chunked`. Then
-    /// Content-Length; else no body.
-    fn body_kind(&self, limits: &Limits) -> Result<BodyKind, ParseError> {
-        match (self.transfer_encoding, self.content_length) {
-            (None, None) => Ok(BodyKind::Empty),
-            (None, Some(n)) if n > limits.max_body_bytes => Err(ParseError::BodyTooLarge),
-            (None, Some(0)) => Ok(BodyKind::Empty),
-            (None, Some(n)) => Ok(BodyKind::Length(n)),
-            (Some(_), Some(_)) => Err(ParseError::Malformed("both Transfer-Encoding and Content-Length")),
-            (Some(c), None) if !c.final_chunked || c.chunked_twice => {
-                Err(ParseError::Malformed("chunked is not the final transfer coding"))
-            }
-            (Some(c), None) if c.unknown => Err(ParseError::UnsupportedCoding),
-            (Some(_), None) => Ok(BodyKind::Chunked),
-        }
-    }
-}
-
 /// The methods of the IANA HTTP Method Registry, and the unregistered ones
 /// in wide use: cache `PURGE`, SSDP/UPnP (`M-SEARCH`, `NOTIFY`,
 /// `SUBSCRIBE`, `UNSUBSCRIBE`) and Icecast `SOURCE`. Case-sensitive (RFC
@@ -720,20 +593,6 @@ pub(crate) fn is_known_method(method: &str) -> bool {
     )
 }
 
-/// The registered transfer codings other than `chunked` (RFC 9110 §18.6,
-/// RFC 9112 §7.2), which the handler sees in `Transfer-Encoding` and decodes.
-fn is_known_coding(coding: &[u8]) -> bool {
-    ["gzip", "x-gzip", "deflate", "compress", "x-compress"].iter().any(|k| coding.eq_ignore_ascii_case(k.as_bytes()))
-}
-
-/// `Host = uri-host [ ":" port ]`: no whitespace, no userinfo, no path.
-fn check_host(value: &[u8]) -> Result<(), ParseError> {
-    let bad = |b: &u8| matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
-    if value.iter().any(bad) {
-        return Err(ParseError::Malformed("invalid Host"));
-    }
-    Ok(())
-}
-
+mod framing;
 #[cfg(test)]
 mod tests;

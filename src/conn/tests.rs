@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::io::{Script, Transport};
+use crate::request::Request;
+use crate::response::Response;
 
 struct Run {
     /// What the server wrote, `Date` values replaced by `D`.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::proto::parse_decimal;
 
 fn limits() -> Limits {
     Limits {

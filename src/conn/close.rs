@@ -1,0 +1,108 @@
+//! How a connection closes: after its answers are out, at once or
+//! lingering (reading and discarding what the client still sends, so that
+//! the close does not reset the connection under its answer), and how an
+//! idle one closes at shutdown.
+
+use std::time::Instant;
+
+use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, after, earliest, flush, pause};
+use crate::io::{Ready, Transport, now};
+
+/// Closes after the answers queued: once the client has taken them (the
+/// connection parks meanwhile). After a whole answer (`answered`), input
+/// the client sent that the worker has not read — requests pipelined behind
+/// a `Connection: close` — would turn the close into a reset that can
+/// destroy the answer: when a read finds any, the close lingers instead.
+/// (After an answer cut short, or the end of the client's stream, it closes
+/// at once.)
+pub(super) fn close<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    answered: bool,
+) -> Next {
+    if let Some(next) = flush(conn, io, cx, Then::Close) {
+        return next;
+    }
+    if answered && has_unread_input(conn, io) {
+        return close_lingering(conn, io, cx);
+    }
+    pause(conn, cx, Next::Close)
+}
+
+/// Closes a connection idle at shutdown (the sweep hands every parked one
+/// to a worker, which read it once more: a request that came in the
+/// meantime was served). Answers still queued go out, then the write side
+/// shuts, so a request that races the close finds the end of stream before
+/// anything else — a client may send it again on a new connection (RFC 9112
+/// §9.3.1) — and not a reset; what came all the same is read and discarded
+/// while lingering.
+pub(super) fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    if let Some(next) = flush(conn, io, cx, Then::Close) {
+        return next;
+    }
+    io.shutdown_write();
+    if has_unread_input(conn, io) {
+        return close_lingering(conn, io, cx);
+    }
+    pause(conn, cx, Next::Close)
+}
+
+/// True when the client sent bytes nobody has read (they are discarded).
+fn has_unread_input<T: Transport>(conn: &mut ConnState, io: &mut T) -> bool {
+    conn.has_unparsed() || matches!(io.read(conn.scratch_space()), Ok(n) if n > 0) || io.input_begun()
+}
+
+/// Closes after an answer while the client may still be sending (the rest
+/// of a refused request, a body nobody read): closing with unread input
+/// would reset the connection, and the reset can destroy the answer before
+/// the client reads it. So the answer is flushed, the write side shut (the
+/// client reads to its end), and the connection parks to read and discard
+/// whatever comes until the client closes or [`LINGER`] is over (RFC 9112
+/// §9.6). Its unparsed bytes are dropped: nothing more is served on it.
+pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    if let Some(next) = flush(conn, io, cx, Then::Linger) {
+        return next;
+    }
+    io.shutdown_write();
+    conn.discard_unparsed();
+    // At shutdown, no later than the grace allows.
+    let end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
+    let until = earliest(Some(Instant::now() + LINGER), end).unwrap_or_else(Instant::now);
+    conn.phase.linger(until);
+    linger(conn, io, cx, until)
+}
+
+/// Reads and discards input of a connection closing after an error answer:
+/// parks when there is none (at shutdown, when nothing parks, waits for it
+/// instead), yields after its turn's share of bytes, closes at the end of
+/// stream or past `until`.
+pub(super) fn linger<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    until: Instant,
+) -> Next {
+    let mut read = 0;
+    loop {
+        match now(|| io.read(conn.scratch_space())) {
+            Ok(Some(0)) | Err(_) => break,
+            Ok(Some(_)) if Instant::now() >= until => break,
+            Ok(Some(n)) => {
+                read += n;
+                if read >= TURN_BYTES {
+                    return pause(conn, cx, Next::Yield);
+                }
+            }
+            Ok(None) => match conn.when_dry(cx.config, cx.drain()) {
+                Dry::Wait { .. } => {
+                    if io.wait(Ready::Readable, until.saturating_duration_since(Instant::now())).is_err() {
+                        break;
+                    }
+                }
+                Dry::Park | Dry::Close => return pause(conn, cx, Next::Park),
+            },
+        }
+    }
+    pause(conn, cx, Next::Close)
+}

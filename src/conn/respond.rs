@@ -1,0 +1,308 @@
+//! One request answered: the handler called (a panic becomes a `500`), the
+//! rest of its body read or drained, the response checked against the
+//! request and framed, whether the connection stays open decided, and the
+//! body written or queued behind the head.
+
+use std::borrow::Cow;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Instant;
+
+use super::{ConnState, Ctx, INLINE_BODY, Seating, Then, body_needs_socket, is_past, send_with, write_failed};
+use crate::body::{Body, BodyError};
+use crate::body_writer::{BodyWriter, copy_body};
+use crate::encode::{encode_head, error_response, plan};
+use crate::handler::Handler;
+use crate::io::{Transport, now, write_all_wait};
+use crate::net::Peer;
+use crate::parse::{ConnectionOption, Head, parse_head};
+use crate::proto::{ResponseFraming, Version};
+use crate::request::Request;
+use crate::response::{Payload, Response};
+use crate::stats::Counters;
+use crate::upgrade::{OnUpgrade, Upgraded};
+
+/// A request and what its handler made of it.
+struct Exchange {
+    resp: Response,
+    is_head: bool,
+    is_connect: bool,
+    /// The body ended in an error the client is answered for (or, `None`
+    /// inside, one no answer can reach).
+    body_error: Option<Option<u16>>,
+    /// The body was read to its end, so the connection can be reused.
+    body_done: bool,
+}
+
+/// Answers one parsed request: runs the handler, then writes or queues its
+/// response. Returns what becomes of the connection once the answer is out
+/// (the connection is [sending](ConnState::is_sending) when the client has
+/// not taken it all yet).
+pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    head: Head,
+) -> Then {
+    let Exchange { resp, is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head);
+    conn.requests += 1;
+    cx.counters.requests(1);
+    let resp = match body_error {
+        Some(None) => return Then::Abort,
+        Some(Some(code)) => error_response(code),
+        None => resp,
+    };
+    let (mut resp, framing) = checked(resp, &head, is_head, is_connect, cx.peer);
+    let keep_alive = keep_alive(&head, &resp, framing, body_done, body_done && closing(conn, io, cx));
+    let date = *cx.scratch.date.now();
+    encode_head(&resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
+    if let Some(on_upgrade) = resp.upgrade.take() {
+        upgrade(conn, io, cx, on_upgrade);
+        return Then::Close;
+    }
+    let then = match keep_alive {
+        true => Then::KeepAlive,
+        // Part of the body is still to come, or requests were pipelined
+        // behind this one.
+        false if !body_done || conn.has_unparsed() => Then::Linger,
+        false => Then::Close,
+    };
+    if let Err(e) = write_body(conn, io, cx, resp.body, framing, then) {
+        write_failed(cx, &e);
+        return Then::Abort;
+    }
+    then
+}
+
+/// Runs the handler on the request at the front of the buffer and reads or
+/// drains what it left of the body; the buffer then starts after it.
+#[inline(always)]
+fn exchange<T: Transport, H: Handler + ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    head: &Head,
+) -> Exchange {
+    conn.make_full(&mut cx.scratch.buffers, cx.config.read_buffer_size());
+    let needs_socket = body_needs_socket(conn, head);
+    if needs_socket {
+        conn.make_body_room();
+    }
+    let buffered_body = conn.unparsed().len() - head.len;
+    let (start, _) = conn.bounds();
+    let slow_before = conn.expects_slow_handler();
+    let (head_bytes, rest) = conn.split_at_head(head.len);
+    // A body that is already here needs no `100 Continue` (RFC 9110
+    // §10.1.1), and one sent now could overtake queued responses.
+    let continue_due = head.expect_continue && needs_socket;
+    let tls = io.is_tls();
+    let body = Body::new(head.body, io, rest, buffered_body, cx.config.body_bounds(), continue_due);
+    let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);
+    let method = req.method();
+    let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
+    let (resp, blocked) = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, slow_before);
+    let mut body = req.into_body();
+    let drained = if resp.upgrade.is_some() {
+        // The body comes before the other protocol's bytes: it is read
+        // whole (after a `100 Continue` when asked, RFC 9110 §7.8) before
+        // the switch, or the switch is off.
+        body.drain_before_upgrade(cx.config.max_drain_bytes)
+    } else {
+        body.is_complete() || body.drain(cx.config.max_drain_bytes)
+    };
+    let end = body.finish();
+    let head_end = start + head.len;
+    conn.consumed(head_end + end.pos, head_end + end.end);
+    conn.handler_ran(blocked);
+    if let Some(e) = end.error {
+        match e {
+            BodyError::TimedOut => cx.counters.timeout(),
+            BodyError::Busy => cx.counters.rejected(),
+            BodyError::Io => cx.counters.io_error(),
+            BodyError::Malformed | BodyError::TooLarge => cx.counters.parse_error(),
+        }
+    }
+    let mut body_error = end.error.map(BodyError::status);
+    if resp.upgrade.is_some() && !drained && body_error.is_none() {
+        warn!("{}: upgrade refused: the request body could not be read first", cx.peer);
+        body_error = Some(Some(413));
+    }
+    Exchange { resp, is_head, is_connect, body_error, body_done: drained && !end.continue_withheld }
+}
+
+/// The response and its framing, or a `500` in its place when the handler's
+/// response cannot be sent as it is.
+#[inline(always)]
+pub(super) fn checked(
+    resp: Response,
+    head: &Head,
+    is_head: bool,
+    is_connect: bool,
+    peer: Peer,
+) -> (Response, ResponseFraming) {
+    let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
+    let planned = match plan(&resp, head.version, is_head) {
+        Ok(_) if upgrade_refused => Err("upgrade response to a request that did not ask for one"),
+        other => other,
+    };
+    let (resp, framing) = match planned {
+        Ok(framing) => (resp, framing),
+        Err(why) => {
+            error!("{peer}: handler response refused ({why}); answering 500");
+            let resp = error_response(500);
+            let framing = plan(&resp, head.version, is_head).unwrap_or(ResponseFraming::CloseDelimited);
+            (resp, framing)
+        }
+    };
+    // A 2xx to CONNECT makes the connection a tunnel (RFC 9112 §6.3), which
+    // this server does not run: the answer goes out with no framing header
+    // and no body (RFC 9110 §9.3.6), and the connection closes rather than
+    // read tunnelled bytes as requests.
+    if is_connect && (200..300).contains(&resp.status) {
+        return (resp.with_close(), ResponseFraming::None { announce: None });
+    }
+    (resp, framing)
+}
+
+/// Sends the `101` and hands the connection, with the bytes already received
+/// after the request, to the handler's closure. The connection closes after.
+fn upgrade<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, on_upgrade: OnUpgrade) {
+    let flushed = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
+    cx.scratch.out.clear();
+    if let Err(e) = flushed {
+        write_failed(cx, &e);
+        return;
+    }
+    io.leave_seat();
+    io.stop_pacing();
+    let early = conn.take_unparsed();
+    let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, early)));
+    if catch_unwind(run).is_err() {
+        error!("{}: upgraded connection handler panicked", cx.peer);
+        cx.counters.panic();
+    }
+}
+
+/// Calls the handler; a panic becomes a `500` that closes the connection.
+/// A handler that blocked last time on this connection (`expect_block`)
+/// first lets another thread take the worker's seat. Returns the response
+/// and whether the call blocked (ran across two monitor ticks).
+pub(super) fn call<H: Handler + ?Sized>(
+    handler: &H,
+    req: &mut Request<'_>,
+    peer: Peer,
+    counters: &Counters,
+    seat: &mut dyn Seating,
+    expect_block: bool,
+) -> (Response, bool) {
+    if expect_block {
+        seat.handler_may_block();
+    }
+    let before = seat.ticks();
+    let resp = match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("<non-string panic>");
+            error!("{peer}: handler panicked: {text}; answering 500");
+            counters.panic();
+            error_response(500)
+        }
+    };
+    (resp, seat.ticks().wrapping_sub(before) >= 2)
+}
+
+/// RFC 9112 §9.3: persistence is the default for 1.1 and opt-in for 1.0;
+/// either side's `close` ends it, and so does a body we could not frame or
+/// finish reading.
+pub(super) fn keep_alive(
+    head: &Head,
+    resp: &Response,
+    framing: ResponseFraming,
+    body_done: bool,
+    closing: bool,
+) -> bool {
+    let requested = match (head.version, head.connection) {
+        (_, ConnectionOption::Close) => false,
+        (Version::Http11, _) | (Version::Http10, ConnectionOption::KeepAlive) => true,
+        (Version::Http10, ConnectionOption::Default) => false,
+    };
+    // Bytes after a request that asked for an upgrade may already be the
+    // other protocol; when the handler declines it, they must not be read
+    // as HTTP (RFC 9110 §7.8).
+    let declined_upgrade = head.upgrade && resp.upgrade.is_none();
+    requested && !resp.close && framing != ResponseFraming::CloseDelimited && body_done && !closing && !declined_upgrade
+}
+
+/// True when the answer at hand must be the connection's last: at
+/// shutdown, once the client has sent nothing more. What it already sent is
+/// served — requests buffered, a head begun (finished within its
+/// deadline), and what a read finds in the socket now — each answer keeping
+/// the connection open until the last one; but only until the end of the
+/// drain ([`Ctx::drain_end`]), so that a client that keeps sending cannot
+/// hold a worker past the shutdown grace (after it, only requests whole in
+/// the buffer are served). Requests that arrive after the answer saying
+/// `Connection: close` are not served (the close lingers over them); a
+/// client may send them again on a new connection (RFC 9112 §9.3.1).
+fn closing<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> bool {
+    if !cx.is_stopping() {
+        return false;
+    }
+    if is_past(cx.drain_end(), Instant::now()) {
+        return !matches!(parse_head(conn.unparsed(), &cx.config.limits, &mut cx.scratch.spans), Ok(Some(_)));
+    }
+    if conn.has_unparsed() {
+        return false;
+    }
+    let space = conn.read_space(cx.config.read_buffer_size());
+    match now(|| io.read(space)) {
+        Ok(Some(n)) if n > 0 => {
+            conn.filled(n);
+            false
+        }
+        Ok(None) => !io.input_begun(),
+        _ => true,
+    }
+}
+
+/// Writes or queues the body after its head: one in memory up to
+/// [`INLINE_BODY`] is copied behind the head; a larger one, or a file, goes
+/// out as far as the client takes it now, and the connection keeps the
+/// rest (then goes on as `then`) rather than hold the worker; a stream is
+/// written by the worker as it is produced.
+fn write_body<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    body: Payload,
+    framing: ResponseFraming,
+    then: Then,
+) -> io::Result<()> {
+    if let ResponseFraming::None { .. } = framing {
+        return Ok(());
+    }
+    let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
+    let (body, file) = match body {
+        Payload::Static(b) => (Cow::Borrowed(b), None),
+        Payload::Inline { bytes, len } => {
+            out.extend_from_slice(&bytes[..usize::from(len)]);
+            return Ok(());
+        }
+        Payload::Owned(b) => (Cow::Owned(b), None),
+        Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
+        Payload::Reader { reader, .. } => return copy_body(reader, BodyWriter::new(io, out, framing, timeout)),
+        Payload::Writer(write) => {
+            let mut writer = BodyWriter::new(io, out, framing, timeout);
+            write(&mut writer)?;
+            return writer.finish();
+        }
+    };
+    if file.is_none() && body.len() <= INLINE_BODY {
+        out.extend_from_slice(&body);
+        return Ok(());
+    }
+    send_with(conn, io, cx, body, file, then).map(drop)
+}
