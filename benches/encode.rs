@@ -1,5 +1,5 @@
 //! Response encoding and the `Date` cache, through the hidden
-//! `httpool::fuzz` entry points.
+//! `httpool::fuzz_entry` entry points.
 //!
 //! - `encode/*`: a response appended to a reused buffer, as the connection
 //!   loop does: the testolope answer, one with five handler headers, and an
@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use httpool::Response;
-use httpool::fuzz::{Date, encode, format_date};
+use httpool::fuzz_entry::{Date, encode, format_date};
 
 const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 

@@ -1,4 +1,4 @@
-//! The request-head parser, through the hidden `httpool::fuzz::parse` entry
+//! The request-head parser, through the hidden `httpool::fuzz_entry::parse` entry
 //! point.
 //!
 //! The limits are built once (`Config::default` asks the OS for the core
@@ -37,7 +37,7 @@ fn parse(c: &mut Criterion) {
     let mut g = c.benchmark_group("parse");
     for (name, head) in [("wrk_get", WRK_GET), ("browser_12_headers", BROWSER_GET)] {
         g.throughput(Throughput::Bytes(head.len() as u64));
-        g.bench_function(name, |b| b.iter(|| httpool::fuzz::parse(black_box(head))));
+        g.bench_function(name, |b| b.iter(|| httpool::fuzz_entry::parse(black_box(head))));
     }
     g.finish();
 }

@@ -1,6 +1,6 @@
 //! One request through the whole connection loop.
 //!
-//! - `serve_chunks/*`: `httpool::fuzz::serve_chunks`, the connection loop
+//! - `serve_chunks/*`: `httpool::fuzz_entry::serve_chunks`, the connection loop
 //!   over in-memory I/O (parse + handler + encode + queue the write). Each
 //!   call also builds a `Config`, a worker `Scratch` (a 33 KiB output buffer)
 //!   and a fresh 20 KiB read buffer, and copies the input: that setup is
@@ -67,15 +67,15 @@ fn serve_chunks(c: &mut Criterion) {
     let browser_64: Vec<u8> = BROWSER_GET.repeat(PIPELINED_MORE);
 
     // Sanity: the loop answers every request with a 200.
-    let out = httpool::fuzz::serve_chunks(&[GET]);
+    let out = httpool::fuzz_entry::serve_chunks(&[GET]);
     assert!(out.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&out));
-    let out = httpool::fuzz::serve_chunks(&[&pipelined]);
+    let out = httpool::fuzz_entry::serve_chunks(&[&pipelined]);
     assert_eq!(count_responses(&out), PIPELINED);
     assert_eq!(out.windows(12).filter(|w| w == b"HTTP/1.1 200").count(), PIPELINED);
 
     let mut g = c.benchmark_group("serve_chunks");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("one_keepalive_get", |b| b.iter(|| httpool::fuzz::serve_chunks(black_box(&[GET]))));
+    g.bench_function("one_keepalive_get", |b| b.iter(|| httpool::fuzz_entry::serve_chunks(black_box(&[GET]))));
     for (name, input, n) in [
         ("pipelined_16_gets", &pipelined, PIPELINED),
         ("pipelined_64_gets", &pipelined_more, PIPELINED_MORE),
@@ -83,7 +83,7 @@ fn serve_chunks(c: &mut Criterion) {
         ("pipelined_64_browser_gets", &browser_64, PIPELINED_MORE),
     ] {
         g.throughput(Throughput::Elements(n as u64));
-        g.bench_function(name, |b| b.iter(|| httpool::fuzz::serve_chunks(black_box(&[&input[..]]))));
+        g.bench_function(name, |b| b.iter(|| httpool::fuzz_entry::serve_chunks(black_box(&[&input[..]]))));
     }
     g.finish();
 }

@@ -240,9 +240,9 @@ impl Waiter {
 pub(crate) struct Socket<'a> {
     pub(crate) stream: &'a mut Stream,
     pub(crate) waiter: &'a mut Waiter,
-    /// The readiness set that watches the socket, if it is registered;
-    /// `None` after [`Transport::leave_seat`].
-    pub(crate) seat: Option<&'a mio::Registry>,
+    /// The registry of the seat whose readiness set watches the socket, if
+    /// it is registered; `None` after [`Transport::leave_seat`].
+    pub(crate) watched_by: Option<&'a mio::Registry>,
     /// The waits for room of this turn, and what the client took.
     pub(crate) pace: Pace,
     /// The server's count of workers waiting on request bodies, and its
@@ -359,7 +359,7 @@ impl Transport for Socket<'_> {
     }
 
     fn leave_seat(&mut self) {
-        if let Some(registry) = self.seat.take() {
+        if let Some(registry) = self.watched_by.take() {
             let _ = mio::event::Source::deregister(self.stream, registry);
         }
     }

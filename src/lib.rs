@@ -62,7 +62,6 @@ mod body_writer;
 #[cfg(feature = "compression")]
 mod compress;
 mod config;
-mod conn;
 mod cookies;
 mod date;
 mod encode;
@@ -70,9 +69,10 @@ mod error;
 #[cfg(feature = "fs")]
 mod fs;
 #[doc(hidden)]
-pub mod fuzz;
+pub mod fuzz_entry;
 mod handler;
 mod headers;
+mod http1;
 #[cfg(feature = "http")]
 mod http_interop;
 mod io;

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::conn::Expiry;
 use crate::date::DateCache;
 use crate::encode::encode_error;
+use crate::http1::Expiry;
 use crate::pool::Workers;
 use crate::shared::slots::Timer;
-use crate::shared::{Conn, HandOver, Shared};
+use crate::shared::{Connection, HandOver, Shared};
 use crate::sys;
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
@@ -202,7 +202,7 @@ impl Monitor {
     }
 
     /// Best-effort `408` on a slow head: one non-blocking write, then close.
-    fn answer_timeout(&mut self, conn: &mut Conn) {
+    fn answer_timeout(&mut self, conn: &mut Connection) {
         let mut out = Vec::with_capacity(160);
         encode_error(408, conn.state.holds_head_request(), self.date.now(), &mut out);
         let _ = conn.stream.write(&out);

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
-use crate::conn::{Ctx, Next, Scratch, Seating, serve};
 use crate::handler::Handler;
+use crate::http1::{Ctx, Next, Scratch, Seating, serve};
 use crate::io::{Pace, Socket, Waiter};
-use crate::shared::{Conn, HandOver, Shared, Work};
+use crate::shared::{Connection, HandOver, Shared, Work};
 use crate::sys;
 
 /// What the monitor and the workers need of the pool: threads started for
@@ -204,19 +204,19 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
 fn serve_until_parked<H: Handler>(
     shared: &Shared,
     handler: &H,
-    mut conn: Box<Conn>,
+    mut conn: Box<Connection>,
     scratch: &mut Scratch,
     waiter: &mut Waiter,
     place: &mut Place<'_>,
 ) {
     loop {
         let (next, left_seat) = {
-            let seat = shared.registry_of(&conn);
-            let registered = seat.is_some();
+            let watched_by = shared.registry_of(&conn);
+            let registered = watched_by.is_some();
             let mut io = Socket {
                 stream: &mut conn.stream,
                 waiter,
-                seat,
+                watched_by,
                 pace: Pace::new(shared.config.write_min_rate),
                 body_waits: (&shared.counters, shared.config.body_waits()),
             };
@@ -237,7 +237,7 @@ fn serve_until_parked<H: Handler>(
                     shared.counters.panic();
                     Next::Close
                 });
-            (next, registered && io.seat.is_none())
+            (next, registered && io.watched_by.is_none())
         };
         if next == Next::Close {
             // A panic may have left answers queued.

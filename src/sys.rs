@@ -1,6 +1,6 @@
 //! The platform layer: everything the server does differently on Unix and
 //! on Windows, behind one small interface, so that the engine (`shared`,
-//! `conn`, `pool`) reads the same everywhere.
+//! `http1`, `pool`) reads the same everywhere.
 //!
 //! What differs:
 //!

@@ -52,8 +52,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::OnceLock;
 
 use crate::config::Config;
-use crate::conn::{ConnState, Ctx, Next, NoSeat, Scratch, Stop, serve};
 use crate::handler::{Handler, IntoResponse};
+use crate::http1::{ConnState, Ctx, Next, NoSeat, Scratch, Stop, serve};
 use crate::io::Script;
 use crate::net::Peer;
 use crate::parse::MAX_HEADERS_CAP;

@@ -1,8 +1,8 @@
-//! The fuzz entry points (`httpool::fuzz`) under `cargo test`: the seed
+//! The fuzz entry points (`httpool::fuzz_entry`) under `cargo test`: the seed
 //! inputs of `fuzz/seeds/` with their exact expected responses, and one test
 //! per problem found while fuzzing (see the tests' comments).
 
-use httpool::fuzz::{parse, redact_dates, serve_chunks, serve_chunks_with_room};
+use httpool::fuzz_entry::{parse, redact_dates, serve_chunks, serve_chunks_with_room};
 
 /// One response as written by the server.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! a byte at a time, or split in two anywhere. (Each case here got two
 //! different statuses before the head was judged line by line in order.)
 
-use httpool::fuzz::serve_chunks;
+use httpool::fuzz_entry::serve_chunks;
 
 /// The final status lines in `out`. (A `100 Continue` is left out: it is
 /// sent only when the body has not arrived with the head, RFC 9110 §10.1.1.)

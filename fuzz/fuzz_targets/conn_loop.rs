@@ -48,9 +48,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (chunks, payload) = split(mode, rest);
-    let out = httpool::fuzz::serve_chunks(&chunks);
+    let out = httpool::fuzz_entry::serve_chunks(&chunks);
     if chunks.len() > 1 {
-        let whole = httpool::fuzz::serve_chunks(&[payload]);
+        let whole = httpool::fuzz_entry::serve_chunks(&[payload]);
         assert!(
             without_continue(&whole) == without_continue(&out),
             "in one piece, other answers than in {} pieces",
@@ -61,9 +61,9 @@ fuzz_target!(|data: &[u8]| {
     // bytes of the answers at a time. What it gets in the end is the same.
     if mode & 0x10 == 0 && mode >> 5 != 0 {
         let room = 16usize << (mode >> 5);
-        let slow = httpool::fuzz::serve_chunks_with_room(&chunks, Some(room));
+        let slow = httpool::fuzz_entry::serve_chunks_with_room(&chunks, Some(room));
         // `Date` may tick between the two runs.
-        let (slow, whole) = (httpool::fuzz::redact_dates(&slow), httpool::fuzz::redact_dates(&out));
+        let (slow, whole) = (httpool::fuzz_entry::redact_dates(&slow), httpool::fuzz_entry::redact_dates(&out));
         assert!(slow == whole, "a client taking {room} bytes at a time got other bytes");
     }
     if let Err(why) = check_output(&out) {
@@ -78,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
 /// `out` with dates redacted and `100 Continue` answers left out.
 fn without_continue(out: &[u8]) -> Vec<u8> {
     const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
-    let out = httpool::fuzz::redact_dates(out);
+    let out = httpool::fuzz_entry::redact_dates(out);
     let mut kept = Vec::with_capacity(out.len());
     let mut rest = &out[..];
     while let Some(at) = rest.windows(CONTINUE.len()).position(|w| w == CONTINUE) {

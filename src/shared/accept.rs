@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Conn, Shared};
+use super::{Connection, Shared};
 use crate::config::Overload;
-use crate::conn::ConnState;
 use crate::date::DateCache;
 use crate::encode::encode_overloaded;
+use crate::http1::ConnState;
 use crate::net::{Listener, Peer, Stream};
 
 /// Pause after an accept error such as `EMFILE`, so a full descriptor table
@@ -157,7 +157,7 @@ impl Shared {
     fn admit(&self, stream: Stream, peer: Peer, accepted_at: usize, delivers_data: bool) {
         self.counters.accepted();
         let state = ConnState::new(Some(Instant::now()));
-        let make = |place, seat| Conn::new(stream, peer, state, place, seat);
+        let make = |place, seat| Connection::new(stream, peer, state, place, seat);
         let to_park = self.engine.admit(make, delivers_data.then_some(accepted_at));
         if let Some(conn) = to_park.and_then(|conn| self.park(conn)) {
             self.engine.requeue_at(accepted_at, conn);

@@ -32,7 +32,7 @@ use mio::Token;
 use super::crew::{Crew, HandOver};
 use super::seats::SeatBoard;
 use super::slots::{Occupant, Slots, Timer};
-use crate::conn::Stop;
+use crate::http1::Stop;
 use crate::stats::Threads;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 

@@ -57,10 +57,10 @@ pub(crate) use accept::Accepting;
 pub(crate) use crew::HandOver;
 pub(crate) use engine::{Engine, Parking, Work};
 pub(crate) use seats::Seat;
-pub(crate) use slots::Conn;
+pub(crate) use slots::Connection;
 
 use crate::config::Config;
-use crate::conn::Stop;
+use crate::http1::Stop;
 use crate::net::Listener;
 use crate::stats::Counters;
 
@@ -78,7 +78,7 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) seats: Vec<Seat>,
     accepting: Accepting,
-    pub(crate) engine: Engine<Box<Conn>>,
+    pub(crate) engine: Engine<Box<Connection>>,
     /// The monitor sleeps for long (no seat busy); a worker that starts
     /// serving wakes it.
     pub(crate) monitor_dozing: AtomicBool,
@@ -136,7 +136,7 @@ impl Shared {
     }
 
     /// The next connection for the worker at `seat`: see [`Engine::next`].
-    pub(crate) fn next(&self, seat: &mut usize) -> Work<Box<Conn>> {
+    pub(crate) fn next(&self, seat: &mut usize) -> Work<Box<Connection>> {
         self.engine.next(seat, |seat| {
             self.poll_seat(seat, None, true);
         })
@@ -189,7 +189,7 @@ impl Shared {
     /// Hands a connection with nothing to read back to its seat. Returns it
     /// when bytes arrived while the worker held it (serve it again), or once
     /// shutdown has swept (finish its request, waiting, or close it).
-    pub(crate) fn park(&self, mut conn: Box<Conn>) -> Option<Box<Conn>> {
+    pub(crate) fn park(&self, mut conn: Box<Connection>) -> Option<Box<Connection>> {
         conn.deadline = conn.state.deadline(&self.config);
         // Only room to write matters while an answer is unsent: what the
         // client sends meanwhile waits until it is out.
@@ -222,7 +222,7 @@ impl Shared {
 
     /// Puts a connection that yielded its turn at the back of its seat's
     /// ready list: see [`Engine::requeue`].
-    pub(crate) fn requeue(&self, conn: Box<Conn>) {
+    pub(crate) fn requeue(&self, conn: Box<Connection>) {
         self.engine.requeue(conn);
     }
 
@@ -237,12 +237,12 @@ impl Shared {
     }
 
     /// The readiness set watching `conn`, once it has been registered.
-    pub(crate) fn registry_of(&self, conn: &Conn) -> Option<&mio::Registry> {
+    pub(crate) fn registry_of(&self, conn: &Connection) -> Option<&mio::Registry> {
         conn.watching.map(|_| self.seats[conn.seat].registry())
     }
 
     /// Closes a connection and frees its slot.
-    pub(crate) fn close(&self, conn: Box<Conn>) {
+    pub(crate) fn close(&self, conn: Box<Connection>) {
         let slot = conn.slot();
         drop(conn);
         self.engine.free(slot);
@@ -284,7 +284,7 @@ impl Shared {
         // Every parked connection goes back to a worker: one with a request
         // in flight to finish it, an idle one to be read once more (a
         // request that arrived since the poll is served) and closed, its
-        // write side first (`conn::close_idle`).
+        // write side first (`http1::close_idle`).
         let idle = self.engine.sweep_parked(|_| true);
         debug_assert!(idle.is_empty());
     }
@@ -311,9 +311,9 @@ pub(crate) mod tests {
     use std::io::Write;
     use std::net::TcpStream;
 
-    use super::{Conn, HandOver, Shared, Work};
+    use super::{Connection, HandOver, Shared, Work};
     use crate::config::Config;
-    use crate::conn::ConnState;
+    use crate::http1::ConnState;
     use crate::net::{Listener, Peer, Stream};
     use crate::sys::TcpConn;
 
@@ -321,7 +321,7 @@ pub(crate) mod tests {
     const PEER: Peer =
         Peer::Ip(std::net::SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 1)));
 
-    /// A connected socket, for tests that need a `Conn` to move around.
+    /// A connected socket, for tests that need a `Connection` to move around.
     pub(crate) fn conn_pair() -> (Stream, Peer) {
         (socket_pair().0, PEER)
     }
@@ -346,7 +346,7 @@ pub(crate) mod tests {
     /// seat, as after its first request); returns the client's end.
     fn park_idle(shared: &Shared, seat: usize) -> TcpStream {
         let (stream, theirs) = socket_pair();
-        let make = |place, _| Conn::new(stream, PEER, ConnState::default(), place, seat);
+        let make = |place, _| Connection::new(stream, PEER, ConnState::default(), place, seat);
         let conn = shared.engine.admit(make, None).expect("held by the caller");
         assert!(shared.park(conn).is_none(), "nothing to read yet: it parks");
         theirs
@@ -385,7 +385,7 @@ pub(crate) mod tests {
     fn an_adoption_is_taken_by_an_idle_thread_not_by_a_busy_worker_passing_by() {
         let shared = hub(2);
         let (stream, _theirs) = socket_pair();
-        let make = |place, _| Conn::new(stream, PEER, ConnState::default(), place, 1);
+        let make = |place, _| Connection::new(stream, PEER, ConnState::default(), place, 1);
         assert!(shared.engine.admit(make, Some(1)).is_none(), "queued at seat 1");
         // A thread asleep on the condvar (counted, as `next` counts it).
         shared.engine.count_idle_thread();

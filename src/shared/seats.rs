@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use mio::{Events, Poll, Registry, Token, Waker};
 
-use super::slots::{Conn, Occupant};
+use super::slots::{Connection, Occupant};
 use super::{LISTENER, WAKER};
 use crate::sys::ListenerWatch;
 
@@ -118,7 +118,7 @@ impl Seat {
 const READY_CAPACITY: usize = 16;
 
 /// Per seat: its ready list and who watches it. Lives under the hub lock.
-pub(crate) struct SeatBoard<C = Box<Conn>> {
+pub(crate) struct SeatBoard<C = Box<Connection>> {
     /// Readable connections per seat, oldest first.
     ready: Vec<VecDeque<C>>,
     /// Connections in all ready lists.

@@ -5,12 +5,12 @@ use std::time::Instant;
 
 use mio::{Interest, Token};
 
-use crate::conn::ConnState;
+use crate::http1::ConnState;
 use crate::net::{Peer, Stream};
 
 /// An open connection, owned by exactly one of: its slot (parked), a ready
 /// list, a worker.
-pub(crate) struct Conn {
+pub(crate) struct Connection {
     pub(crate) stream: Stream,
     pub(crate) peer: Peer,
     pub(crate) state: ConnState,
@@ -28,7 +28,7 @@ pub(crate) struct Conn {
 }
 
 /// What the slot table and the ready lists need to know of a connection
-/// (the engine's model checks use a stand-in for [`Conn`]).
+/// (the engine's model checks use a stand-in for [`Connection`]).
 pub(crate) trait Occupant {
     /// Its slot and the slot's generation when it took it.
     fn place(&self) -> (u32, u32);
@@ -54,7 +54,7 @@ impl<T: Occupant> Occupant for Box<T> {
     }
 }
 
-impl Occupant for Conn {
+impl Occupant for Connection {
     fn place(&self) -> (u32, u32) {
         (self.slot, self.generation)
     }
@@ -68,7 +68,7 @@ impl Occupant for Conn {
     }
 }
 
-impl Conn {
+impl Connection {
     /// A connection in the slot and generation [`Slots::take`] gave it,
     /// watched by `seat`.
     pub(crate) fn new(
@@ -77,8 +77,8 @@ impl Conn {
         state: ConnState,
         (slot, generation): (u32, u32),
         seat: usize,
-    ) -> Box<Conn> {
-        Box::new(Conn { stream, peer, state, slot, generation, seat, watching: None, deadline: None })
+    ) -> Box<Connection> {
+        Box::new(Connection { stream, peer, state, slot, generation, seat, watching: None, deadline: None })
     }
 
     /// The worker took the socket off its seat (see
@@ -134,7 +134,7 @@ enum Slot<C> {
 pub(crate) type Timer = (Instant, u32, u32);
 
 /// The slots, and the deadlines of the parked connections in them.
-pub(crate) struct Slots<C = Box<Conn>> {
+pub(crate) struct Slots<C = Box<Connection>> {
     slots: Vec<Slot<C>>,
     /// The latest generation handed out per slot.
     generations: Vec<u32>,
@@ -324,7 +324,7 @@ mod tests {
     fn an_event_while_a_worker_holds_the_connection_makes_its_park_fail() {
         let mut slots = Slots::new();
         let (stream, peer) = conn_pair();
-        let conn = Conn::new(stream, peer, ConnState::default(), slots.take(), 0);
+        let conn = Connection::new(stream, peer, ConnState::default(), slots.take(), 0);
         let token = conn.token();
         assert!(slots.wake(token).is_none(), "held by the caller: marked, not taken");
         let conn = slots.park(conn).expect("readable since: serve it again");
@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(slots.open(), 0);
         // A stale token of the freed slot matches nothing in its next life.
         let (stream, peer) = conn_pair();
-        let next = Conn::new(stream, peer, ConnState::default(), slots.take(), 0);
+        let next = Connection::new(stream, peer, ConnState::default(), slots.take(), 0);
         assert!(slots.park(next).is_none());
         assert!(slots.wake(token).is_none());
         assert_eq!(slots.parked(), 1);
