@@ -11,7 +11,7 @@ use crate::parse::parse_head;
 use crate::proto::Version;
 use crate::request::Request;
 use crate::response::Response;
-use crate::test::run_connection;
+use crate::test::Driver;
 
 /// Parses `data` as a request head with the default limits.
 pub fn parse(data: &[u8]) {
@@ -55,7 +55,9 @@ pub fn serve_chunks_with_room(chunks: &[&[u8]], room: Option<usize>) -> Vec<u8> 
         io.eof = true;
         io.patient = true;
         io.completion = completion;
-        run_connection(&handler, config, peer, &mut io, room);
+        let mut driver = Driver::with_config(&handler, config.clone());
+        driver.peer = peer;
+        driver.run(&mut io, room);
         io.written
     });
     assert_eq!(redact_dates(&edges), redact_dates(&completion), "readiness as on Windows changed the answers");

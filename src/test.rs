@@ -47,21 +47,21 @@
 //! the normal build as well.
 
 mod answer;
+mod driver;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::handler::{Handler, IntoResponse};
-use crate::http1::{ConnState, Ctx, Next, NoSeat, Scratch, Stop, serve};
 use crate::io::Script;
 use crate::net::Peer;
 use crate::parse::MAX_HEADERS_CAP;
 use crate::proto::Version;
 use crate::request::Request;
-use crate::stats::Counters;
 
 pub use answer::TestResponse;
+pub(crate) use driver::Driver;
 
 /// A request to send to a handler in memory.
 ///
@@ -382,71 +382,15 @@ fn exchange<H: Handler + ?Sized>(handler: &H, config: &Config, requests: Vec<Tes
     }
     chunks.push(sending);
     let mut io = Script { chunks: chunks.into(), patient: true, ..Script::default() };
-    let end = run_connection(handler, config, peer, &mut io, None);
+    let mut driver = Driver::with_config(handler, config.clone());
+    driver.peer = peer;
+    let end = driver.run(&mut io, None);
     let heads: Vec<bool> = requests.iter().map(TestRequest::is_head).collect();
     let answers = answer::parse_all(&io.written, &heads, end.closed);
     if answers.is_empty() && end.awaits_request {
         panic!("httpool test: no answer: the server waits for the rest of the request (is Content-Length right?)");
     }
     answers
-}
-
-/// How a connection served in memory ended.
-pub(crate) struct Ended {
-    /// The server closed it, or shut its sending side to close.
-    pub(crate) closed: bool,
-    /// Part of a request is buffered, waiting for the rest.
-    pub(crate) awaits_request: bool,
-}
-
-/// Serves one connection over the in-memory transport until it closes or
-/// waits for input the script does not hold: chunks arrive one at a time,
-/// the loop parks between them as it would at its seat. `room` is how many
-/// bytes the client takes each time the connection is served (`None`: all).
-///
-/// The one place outside the worker pool that calls the connection loop
-/// (the test client and the fuzz targets both come here).
-pub(crate) fn run_connection<H: Handler + ?Sized>(
-    handler: &H,
-    config: &Config,
-    peer: Peer,
-    io: &mut Script,
-    room: Option<usize>,
-) -> Ended {
-    let mut scratch = Scratch::new(config);
-    let stopping = Stop::default();
-    let counters = Counters::default();
-    let mut conn = ConnState::default();
-    let mut seat = NoSeat;
-    let mut cx =
-        Ctx { handler, config, scratch: &mut scratch, stopping: &stopping, counters: &counters, peer, seat: &mut seat };
-    // Readiness as the kernel gives it: the connection is served when bytes
-    // arrive, parks, and is served again only on a new arrival (or, while
-    // an answer waits, when the client takes some of it); a turn it yields
-    // comes round again. Each round consumes an arrival or lets the client
-    // take at least one byte, so this ends.
-    io.release();
-    loop {
-        io.room = room.map(|r| r.max(1));
-        match serve(&mut conn, io, &mut cx) {
-            Next::Close => return Ended { closed: true, awaits_request: false },
-            Next::Yield => {}
-            Next::Park if conn.is_sending() => {
-                // The client reads on; what it sends meanwhile waits in the
-                // socket without waking the connection.
-                io.release();
-            }
-            Next::Park => {
-                if !io.release() {
-                    break;
-                }
-            }
-        }
-    }
-    // Parked for good: it must have read everything that arrived, or a
-    // wake-up was lost and a request goes unanswered.
-    assert!(io.is_drained(), "a parked connection left {} bytes unread", io.current.len());
-    Ended { closed: io.shut_write, awaits_request: conn.has_unparsed() }
 }
 
 #[cfg(test)]

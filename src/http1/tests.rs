@@ -2,7 +2,6 @@
 //! loop parks between them as it would with the poller.
 
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,6 +9,7 @@ use super::*;
 use crate::io::{Script, Transport};
 use crate::request::Request;
 use crate::response::Response;
+use crate::test::Driver;
 
 struct Run {
     /// What the server wrote, `Date` values replaced by `D`.
@@ -23,34 +23,14 @@ struct Run {
 }
 
 fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) -> Run {
-    let mut s = Served::new(handler);
-    s.config = config;
+    let mut s = Served::with_config(handler, config);
     let mut io = Script::new(chunks);
     io.eof = eof;
     // The client keeps sending while a handler waits for body bytes.
     io.patient = true;
-    let mut outcomes = Vec::new();
-    // Readiness as the kernel gives it: served as the first bytes arrive,
-    // then again only on a new arrival (or after yielding a turn).
-    io.release();
-    loop {
-        let next = s.serve(&mut io);
-        outcomes.push(next);
-        match next {
-            Next::Close => break,
-            Next::Yield => {}
-            Next::Park => {
-                if !io.release() {
-                    // Parked for good: everything that arrived was read,
-                    // else a wake-up was lost.
-                    assert!(io.is_drained(), "parked with {} bytes unread", io.current.len());
-                    break;
-                }
-            }
-        }
-    }
+    s.run(&mut io, None);
     let lingering = io.shut_write && matches!(s.conn.phase.kind(), Kind::Lingering { .. });
-    Run { wire: redact_dates(&io.written), outcomes, requests: s.conn.requests, lingering }
+    Run { wire: redact_dates(&io.written), outcomes: s.outcomes, requests: s.conn.requests, lingering }
 }
 
 fn run(handler: &dyn Handler, chunks: &[&[u8]]) -> Run {
@@ -341,45 +321,9 @@ fn answers_to_a_pipelined_burst_are_written_as_they_pile_up_not_all_kept() {
     assert!(s.scratch.out.capacity() < 256 * 1024, "queue grew to {} bytes", s.scratch.out.capacity());
 }
 
-/// Serves `io` with `handler` on one connection, call after call, the way
-/// a worker would after each readiness event.
-struct Served<'h> {
-    config: Config,
-    scratch: Scratch,
-    stopping: Arc<Stop>,
-    counters: Counters,
-    handler: &'h dyn Handler,
-    conn: ConnState,
-    seat: Box<dyn Seating>,
-}
-
-impl<'h> Served<'h> {
-    fn new(handler: &'h dyn Handler) -> Served<'h> {
-        let config = Config::default();
-        let scratch = Scratch::new(&config);
-        let (stopping, counters, conn) = (Arc::default(), Counters::default(), ConnState::default());
-        Served { config, scratch, stopping, counters, handler, conn, seat: Box::new(NoSeat) }
-    }
-
-    fn serve<T: Transport>(&mut self, io: &mut T) -> Next {
-        let peer = crate::net::Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
-        let mut cx = Ctx {
-            handler: self.handler,
-            config: &self.config,
-            scratch: &mut self.scratch,
-            stopping: &self.stopping,
-            counters: &self.counters,
-            peer,
-            seat: &mut *self.seat,
-        };
-        serve(&mut self.conn, io, &mut cx)
-    }
-
-    /// True while an answer waits for the client to take it.
-    fn is_sending(&self) -> bool {
-        self.conn.is_sending()
-    }
-}
+/// Serves a connection call after call, the way a worker would after each
+/// readiness event.
+type Served<'h> = Driver<'h, dyn Handler>;
 
 fn big(_: &mut Request<'_>) -> Response {
     Response::bytes(vec![b'x'; 100_000])

@@ -1,0 +1,118 @@
+//! The one in-memory driver of the real connection loop ([`serve`]) outside
+//! the worker pool: the test client ([`TestRequest`](super::TestRequest),
+//! [`TestServer`](super::TestServer)), the fuzz entry points and the loop's
+//! own unit tests all serve connections through it.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::handler::Handler;
+use crate::http1::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, Stop, serve};
+use crate::io::{Script, Transport};
+use crate::net::Peer;
+use crate::stats::Counters;
+
+/// One connection, served turn after turn the way a worker serves it after
+/// each readiness event, with what a worker brings (its buffers, the
+/// server's configuration, counters and stop flag).
+pub(crate) struct Driver<'h, H: ?Sized = dyn Handler> {
+    pub(crate) config: Config,
+    pub(crate) scratch: Scratch,
+    /// Shared, so a test can start a shutdown from another thread.
+    pub(crate) stopping: Arc<Stop>,
+    pub(crate) counters: Counters,
+    pub(crate) handler: &'h H,
+    pub(crate) conn: ConnState,
+    pub(crate) seat: Box<dyn Seating>,
+    pub(crate) peer: Peer,
+    /// What each turn of [`Driver::run`] ended with.
+    pub(crate) outcomes: Vec<Next>,
+}
+
+/// How a connection served by [`Driver::run`] ended.
+pub(crate) struct Ended {
+    /// The server closed it, or shut its sending side to close.
+    pub(crate) closed: bool,
+    /// Part of a request is buffered, waiting for the rest.
+    pub(crate) awaits_request: bool,
+}
+
+impl<'h, H: Handler + ?Sized> Driver<'h, H> {
+    /// A new connection from `127.0.0.1:1` to `handler`, under `config`.
+    pub(crate) fn with_config(handler: &'h H, config: Config) -> Driver<'h, H> {
+        Driver {
+            scratch: Scratch::new(&config),
+            config,
+            stopping: Arc::default(),
+            counters: Counters::default(),
+            handler,
+            conn: ConnState::default(),
+            seat: Box::new(NoSeat),
+            peer: Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1))),
+            outcomes: Vec::new(),
+        }
+    }
+
+    /// [`Driver::with_config`] with the default configuration.
+    #[cfg(test)]
+    pub(crate) fn new(handler: &'h H) -> Driver<'h, H> {
+        Driver::with_config(handler, Config::default())
+    }
+
+    /// One turn of the connection loop over `io`.
+    pub(crate) fn serve<T: Transport>(&mut self, io: &mut T) -> Next {
+        let mut cx = Ctx {
+            handler: self.handler,
+            config: &self.config,
+            scratch: &mut self.scratch,
+            stopping: &self.stopping,
+            counters: &self.counters,
+            peer: self.peer,
+            seat: &mut *self.seat,
+        };
+        serve(&mut self.conn, io, &mut cx)
+    }
+
+    /// True while an answer waits for the client to take it.
+    pub(crate) fn is_sending(&self) -> bool {
+        self.conn.is_sending()
+    }
+
+    /// Serves the connection until it closes or waits for input the script
+    /// does not hold, with readiness as the kernel gives it: served when
+    /// bytes arrive, parked, served again only on a new arrival (or, while
+    /// an answer waits, when the client takes some of it); a turn it yields
+    /// comes round again. `room` is how many bytes the client takes each
+    /// time the connection is served (`None`: all). Each round consumes an
+    /// arrival or lets the client take at least one byte, so this ends.
+    ///
+    /// # Panics
+    ///
+    /// When the connection parks for good with bytes unread: a wake-up was
+    /// lost, and a request would go unanswered.
+    pub(crate) fn run(&mut self, io: &mut Script, room: Option<usize>) -> Ended {
+        io.release();
+        loop {
+            io.room = room.map(|r| r.max(1));
+            let next = self.serve(io);
+            self.outcomes.push(next);
+            match next {
+                Next::Close => return Ended { closed: true, awaits_request: false },
+                Next::Yield => {}
+                Next::Park if self.is_sending() => {
+                    // The client reads on; what it sends meanwhile waits in
+                    // the socket without waking the connection.
+                    io.release();
+                }
+                Next::Park => {
+                    if !io.release() {
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(io.is_drained(), "a parked connection left {} bytes unread", io.current.len());
+        Ended { closed: io.shut_write, awaits_request: self.conn.has_unparsed() }
+    }
+}
