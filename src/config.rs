@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::body::BodyBounds;
-use crate::parse::Limits;
+use crate::parse::{Limits, MAX_HEADERS_CAP};
 
 /// Default count of core worker threads, which live as long as the server:
 /// twice the available cores, at least 4. More are started on demand while
@@ -172,6 +172,23 @@ impl Default for Config {
 }
 
 impl Config {
+    /// `Server::max_head_bytes` and `TestServer::max_head_bytes`: at least
+    /// 256 bytes (a request line and `Host`), and offsets that fit in `u32`.
+    pub(crate) fn set_max_head_bytes(&mut self, n: usize) {
+        self.limits.max_head_bytes = n.clamp(256, u32::MAX as usize / 4);
+    }
+
+    /// `Server::max_headers` and `TestServer::max_headers`: 1 to
+    /// [`MAX_HEADERS_CAP`].
+    pub(crate) fn set_max_headers(&mut self, n: usize) {
+        self.limits.max_headers = n.clamp(1, MAX_HEADERS_CAP);
+    }
+
+    /// `Server::max_uri_bytes` and `TestServer::max_uri_bytes`: at least 1.
+    pub(crate) fn set_max_uri_bytes(&mut self, n: usize) {
+        self.limits.max_uri_bytes = n.max(1);
+    }
+
     pub(crate) fn body_bounds(&self) -> BodyBounds {
         BodyBounds {
             limit: self.limits.max_body_bytes,

@@ -14,7 +14,6 @@ use crate::config::{Config, Overload};
 use crate::handler::{Handler, IntoResponse};
 use crate::monitor::Monitor;
 use crate::net::Listener;
-use crate::parse::MAX_HEADERS_CAP;
 use crate::pool::{Pool, Workers};
 use crate::request::Request;
 use crate::shared::Shared;
@@ -95,6 +94,11 @@ impl Server {
     #[cfg(unix)]
     pub fn from_unix_listener(listener: UnixListener) -> Server {
         Server { listener: Bound::Unix(listener), config: Config::default(), stop_on_signals: None }
+    }
+
+    /// The configuration the builder holds (for `TestServer::config_of`).
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The address the server listens on; the unspecified address `0.0.0.0:0`
@@ -327,21 +331,21 @@ impl Server {
     /// Default: [`DEFAULT_MAX_HEAD_BYTES`](crate::DEFAULT_MAX_HEAD_BYTES).
     /// Each connection being served holds a buffer of this size plus 4 KiB.
     pub fn max_head_bytes(mut self, n: usize) -> Server {
-        self.config.limits.max_head_bytes = n.clamp(256, u32::MAX as usize / 4);
+        self.config.set_max_head_bytes(n);
         self
     }
 
     /// Most request headers; more gets `431`. Default:
     /// [`DEFAULT_MAX_HEADERS`](crate::DEFAULT_MAX_HEADERS), at most 256.
     pub fn max_headers(mut self, n: usize) -> Server {
-        self.config.limits.max_headers = n.clamp(1, MAX_HEADERS_CAP);
+        self.config.set_max_headers(n);
         self
     }
 
     /// Longest request target; longer gets `414`. Default:
     /// [`DEFAULT_MAX_URI_BYTES`](crate::DEFAULT_MAX_URI_BYTES).
     pub fn max_uri_bytes(mut self, n: usize) -> Server {
-        self.config.limits.max_uri_bytes = n.max(1);
+        self.config.set_max_uri_bytes(n);
         self
     }
 

@@ -29,7 +29,8 @@
 //! ```
 //!
 //! A [`TestServer`] holds a handler and the server's limits, set as on
-//! [`Server`](crate::Server), and serves each request it is sent on a
+//! [`Server`](crate::Server) or taken from one
+//! ([`TestServer::config_of`]), and serves each request it is sent on a
 //! connection of its own (or several on one with
 //! [`TestServer::send_pipelined`]):
 //!
@@ -56,7 +57,6 @@ use crate::config::Config;
 use crate::handler::{Handler, IntoResponse};
 use crate::io::Script;
 use crate::net::Peer;
-use crate::parse::MAX_HEADERS_CAP;
 use crate::proto::Version;
 use crate::request::Request;
 
@@ -314,21 +314,40 @@ impl<H: Handler> TestServer<H> {
         exchange(&self.handler, &self.config, requests.into_iter().collect())
     }
 
+    /// Serves under the whole configuration of `server` — its limits, body
+    /// buffering and everything else a request meets on the way to the
+    /// handler — so that a test sees what that server would answer. The
+    /// server is not started; timeouts still do not apply.
+    ///
+    /// ```
+    /// use httpool::test::{TestRequest, TestServer};
+    /// use httpool::{Response, Server};
+    ///
+    /// let server = Server::bind("127.0.0.1:0")?.max_body_bytes(4).max_headers(8);
+    /// let test = TestServer::new(|_req| Response::text("ok")).config_of(&server);
+    /// assert_eq!(test.send(TestRequest::post("/").body("too long")).status(), 413);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn config_of(mut self, server: &crate::Server) -> TestServer<H> {
+        self.config = server.config().clone();
+        self
+    }
+
     /// Largest request head; as [`Server::max_head_bytes`](crate::Server::max_head_bytes).
     pub fn max_head_bytes(mut self, n: usize) -> TestServer<H> {
-        self.config.limits.max_head_bytes = n.clamp(256, u32::MAX as usize / 4);
+        self.config.set_max_head_bytes(n);
         self
     }
 
     /// Most request headers; as [`Server::max_headers`](crate::Server::max_headers).
     pub fn max_headers(mut self, n: usize) -> TestServer<H> {
-        self.config.limits.max_headers = n.clamp(1, MAX_HEADERS_CAP);
+        self.config.set_max_headers(n);
         self
     }
 
     /// Longest request target; as [`Server::max_uri_bytes`](crate::Server::max_uri_bytes).
     pub fn max_uri_bytes(mut self, n: usize) -> TestServer<H> {
-        self.config.limits.max_uri_bytes = n.max(1);
+        self.config.set_max_uri_bytes(n);
         self
     }
 

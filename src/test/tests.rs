@@ -250,3 +250,21 @@ fn large_in_memory_and_file_bodies_arrive_whole() {
     let reader = |_: &mut Request<'_>| Response::reader(&b"from a reader"[..], Some(13));
     assert_eq!(TestRequest::get("/").send(&reader).text(), "from a reader");
 }
+
+/// `config_of` takes every setting of a `Server`: those `TestServer` has a
+/// setter for (the header count, answered with 431 past it) and those it
+/// has none for (body collecting), with the server's clamps.
+#[test]
+fn a_test_server_runs_under_the_configuration_of_a_server() {
+    let server = crate::Server::bind("127.0.0.1:0").unwrap().max_headers(2).body_buffer_bytes(0);
+    let test = TestServer::new(echo).config_of(&server);
+    assert_eq!(test.config.limits.max_headers, 2);
+    assert_eq!(test.config.body_buffer_bytes, 0);
+    let three = TestRequest::get("/").header("a", "1").header("b", "2");
+    assert_eq!(test.send(three).status(), 431, "Host and two more are three headers");
+    let two = TestRequest::get("/").header("a", "1");
+    assert_eq!(test.send(two).status(), 200);
+    // And the clamps are the server's: 0 headers means 1.
+    let none = TestServer::new(echo).config_of(&crate::Server::bind("127.0.0.1:0").unwrap().max_headers(0));
+    assert_eq!(none.config.limits.max_headers, 1);
+}
