@@ -45,3 +45,47 @@ pub(crate) use unix::*;
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::*;
+
+/// How a listener was set up, and what its connections need.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListenerSetup {
+    /// The kernel hands over a connection only once its first bytes have
+    /// arrived (Linux's `TCP_DEFER_ACCEPT`; never elsewhere).
+    pub(crate) deferred: bool,
+    /// Accepted sockets inherit `TCP_NODELAY` from the listener (Linux);
+    /// elsewhere it is set on each accepted socket.
+    pub(crate) nodelay_inherited: bool,
+}
+
+// What the socket does the same on every platform.
+impl TcpConn {
+    pub(crate) fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
+        self.0.set_nodelay(on)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn nodelay(&self) -> std::io::Result<bool> {
+        self.0.nodelay()
+    }
+
+    pub(crate) fn shutdown_write(&self) -> std::io::Result<()> {
+        self.0.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+impl std::io::Read for TcpConn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl std::io::Write for TcpConn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    /// A socket holds nothing to flush.
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -2,12 +2,14 @@
 //! other Unix systems through mio on a best-effort basis.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+
+use super::ListenerSetup;
 
 /// A read that returns fewer bytes than asked for has emptied the socket:
 /// the next bytes bring a new readiness edge.
@@ -16,7 +18,7 @@ pub(crate) const SHORT_READ_EMPTIES: bool = true;
 /// A TCP connection's socket: std's, registered through its descriptor, so
 /// that Linux can `sendfile` to it.
 #[derive(Debug)]
-pub(crate) struct TcpConn(std::net::TcpStream);
+pub(crate) struct TcpConn(pub(super) std::net::TcpStream);
 
 impl TcpConn {
     /// A connection as the listener accepted it.
@@ -29,40 +31,11 @@ impl TcpConn {
     pub(crate) fn into_mio(self) -> mio::net::TcpStream {
         mio::net::TcpStream::from_std(self.0)
     }
-
-    pub(crate) fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.0.set_nodelay(on)
-    }
-
-    #[cfg(test)]
-    pub(crate) fn nodelay(&self) -> io::Result<bool> {
-        self.0.nodelay()
-    }
-
-    pub(crate) fn shutdown_write(&self) -> io::Result<()> {
-        self.0.shutdown(std::net::Shutdown::Write)
-    }
 }
 
 impl AsFd for TcpConn {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
-    }
-}
-
-impl Read for TcpConn {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-impl Write for TcpConn {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -114,16 +87,6 @@ impl ListenerWatch {
             let _ = SourceFd(&fd).deregister(registry);
         }
     }
-}
-
-/// How a listener was set up, and what its connections need.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ListenerSetup {
-    /// The kernel hands over a connection only once its first bytes have
-    /// arrived (see [`defer_accept`]).
-    pub(crate) deferred: bool,
-    /// Accepted sockets inherit `TCP_NODELAY` from the listener.
-    pub(crate) nodelay_inherited: bool,
 }
 
 /// Makes `listener` non-blocking, and on Linux sets `TCP_NODELAY` once for

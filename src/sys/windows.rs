@@ -8,11 +8,13 @@
 //! block" true under those terms.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::windows::io::AsSocket;
 
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
+
+use super::ListenerSetup;
 
 /// Only `WouldBlock` re-arms a source: a short read leaves the connection
 /// unwatched until the engine reads again.
@@ -21,7 +23,7 @@ pub(crate) const SHORT_READ_EMPTIES: bool = false;
 /// A TCP connection's socket: mio's own type, through which every read and
 /// write goes, so that a `WouldBlock` re-arms its registration.
 #[derive(Debug)]
-pub(crate) struct TcpConn(mio::net::TcpStream);
+pub(crate) struct TcpConn(pub(super) mio::net::TcpStream);
 
 impl TcpConn {
     /// A connection as the listener accepted it.
@@ -33,35 +35,6 @@ impl TcpConn {
     #[cfg(feature = "tls")]
     pub(crate) fn into_mio(self) -> mio::net::TcpStream {
         self.0
-    }
-
-    pub(crate) fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.0.set_nodelay(on)
-    }
-
-    #[cfg(test)]
-    pub(crate) fn nodelay(&self) -> io::Result<bool> {
-        self.0.nodelay()
-    }
-
-    pub(crate) fn shutdown_write(&self) -> io::Result<()> {
-        self.0.shutdown(std::net::Shutdown::Write)
-    }
-}
-
-impl Read for TcpConn {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-impl Write for TcpConn {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -132,15 +105,6 @@ impl ListenerWatch {
             let _ = listener.deregister(registry);
         }
     }
-}
-
-/// How a listener was set up, and what its connections need.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ListenerSetup {
-    /// Never: Windows has no deferred accept.
-    pub(crate) deferred: bool,
-    /// Never: `TCP_NODELAY` is set on each accepted socket.
-    pub(crate) nodelay_inherited: bool,
 }
 
 /// Makes `listener` non-blocking. std binds without `SO_REUSEADDR` on
