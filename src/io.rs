@@ -106,6 +106,7 @@ pub(crate) trait Transport: Read + Write {
 
 /// Runs `op` (one read, write or flush of a non-blocking stream) again
 /// while it is interrupted: `Ok(None)` when the stream would block.
+#[inline]
 pub(crate) fn now<R>(mut op: impl FnMut() -> io::Result<R>) -> io::Result<Option<R>> {
     loop {
         match op() {
@@ -122,6 +123,7 @@ pub(crate) fn now<R>(mut op: impl FnMut() -> io::Result<R>) -> io::Result<Option
 /// TLS record sent in pieces makes the socket ready again and again with
 /// nothing to read, and each of those wakes counts against the same
 /// deadline.
+#[inline]
 pub(crate) fn waiting<T: Transport + ?Sized, R>(
     io: &mut T,
     ready: Ready,

@@ -153,6 +153,7 @@ fn send_file_now<T: Transport>(io: &mut T, file: &mut Option<(File, u64)>) -> io
 
 /// Writes `buf[*at..]` until done (`Ok(true)`) or the socket is full
 /// (`Ok(false)`), advancing `at`.
+#[inline]
 fn write_now<T: Transport>(io: &mut T, buf: &[u8], at: &mut usize) -> io::Result<bool> {
     while *at < buf.len() {
         match now(|| io.write(&buf[*at..]))? {

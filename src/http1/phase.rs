@@ -115,6 +115,7 @@ impl Phase {
         Phase(State::Waiting { since: accepted, first: true })
     }
 
+    #[inline]
     pub(crate) fn kind(&self) -> Kind {
         match &self.0 {
             State::Waiting { first, .. } => Kind::Waiting { first: *first },
@@ -126,6 +127,7 @@ impl Phase {
 
     /// A head has begun: a connection waiting for a request starts its head
     /// clock — from its accept for its first request, else from `now`.
+    #[inline]
     pub(crate) fn start_head(&mut self, now: Instant) {
         if let State::Waiting { since, first } = self.0 {
             let since = match (since, first) {
@@ -139,6 +141,7 @@ impl Phase {
     /// The request at hand is answered: the connection waits for the next,
     /// its idle clock starting when it parks. (An answer still going out, or
     /// a lingering close, stays as it is.)
+    #[inline]
     pub(crate) fn idle(&mut self) {
         if matches!(self.0, State::Waiting { .. } | State::Head { .. }) {
             self.0 = State::Waiting { since: None, first: false };
@@ -147,6 +150,7 @@ impl Phase {
 
     /// The turn ends at `now`: a connection waiting for a request starts
     /// its clock, unless it runs already.
+    #[inline]
     pub(crate) fn stamp(&mut self, now: Instant) {
         if let State::Waiting { since, .. } = &mut self.0 {
             since.get_or_insert(now);
@@ -178,15 +182,16 @@ impl Phase {
         self.0 = State::Lingering { until };
     }
 
-    /// When the current park ends. `collected` is what a body being
-    /// collected has earned beyond the head timeout.
-    pub(crate) fn deadline(&self, config: &Config, collected: Duration) -> Option<Instant> {
+    /// When the current park ends. `collected` tells what a body being
+    /// collected has earned beyond the head timeout (asked only of a head).
+    #[inline]
+    pub(crate) fn deadline(&self, config: &Config, collected: impl FnOnce() -> Duration) -> Option<Instant> {
         match &self.0 {
             State::Waiting { since: Some(since), first: true } => after(*since, config.head_timeout),
             State::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
             // Stamped by every park; a connection never parks without it.
             State::Waiting { since: None, .. } => None,
-            State::Head { since } => after(*since, config.head_timeout.saturating_add(collected)),
+            State::Head { since } => after(*since, config.head_timeout.saturating_add(collected())),
             State::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
             State::Lingering { until } => Some(*until),
         }
@@ -204,20 +209,22 @@ impl Phase {
     /// True when something begun must be finished, even at shutdown: a
     /// head or small body arriving, an answer going out, a close lingering
     /// (closing at once could reset the connection under its answer).
+    #[inline]
     pub(crate) fn must_finish(&self) -> bool {
         !matches!(self.0, State::Waiting { .. })
     }
 
-    /// What the connection does when its socket has nothing now (`deadline`:
-    /// its own, [`Phase::deadline`]). The one place where shutdown decides
+    /// What the connection does when its socket has nothing now (`deadline`
+    /// tells its own, [`Phase::deadline`]). The one place where shutdown decides
     /// between parking, waiting and closing: when stopping nothing parks;
     /// a head begun is waited for until its deadline or the end of the
     /// drain, a lingering close until its end; an idle connection closes.
-    pub(crate) fn when_dry(&self, deadline: Option<Instant>, drain: Drain) -> Dry {
+    #[inline]
+    pub(crate) fn when_dry(&self, deadline: impl FnOnce() -> Option<Instant>, drain: Drain) -> Dry {
         let Drain::Until(drain_end) = drain else { return Dry::Park };
         match self.0 {
             State::Waiting { .. } => Dry::Close,
-            State::Head { .. } => Dry::Wait { until: earliest(deadline, drain_end) },
+            State::Head { .. } => Dry::Wait { until: earliest(deadline(), drain_end) },
             State::Lingering { until } => Dry::Wait { until: Some(until) },
             // At shutdown an answer is written waiting for the client (see
             // `outbox::Policy`); one held from before goes back to its worker

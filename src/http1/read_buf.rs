@@ -30,33 +30,40 @@ pub(crate) enum Released {
 
 impl ReadBuf {
     /// The bytes received and not yet parsed.
+    #[inline]
     pub(crate) fn unparsed(&self) -> &[u8] {
         &self.buf[self.start..self.end]
     }
 
+    #[inline]
     pub(crate) fn unparsed_mut(&mut self) -> &mut [u8] {
         &mut self.buf[self.start..self.end]
     }
 
+    #[inline]
     pub(crate) fn has_unparsed(&self) -> bool {
         self.start < self.end
     }
 
     /// Offsets into the buffer of the unparsed bytes.
+    #[inline]
     pub(crate) fn bounds(&self) -> (usize, usize) {
         (self.start, self.end)
     }
 
+    #[inline]
     pub(crate) fn capacity(&self) -> usize {
         self.buf.len()
     }
 
     /// True when the unparsed bytes start at the front and fill the buffer.
+    #[inline]
     pub(crate) fn is_full(&self) -> bool {
         self.start == 0 && self.end == self.buf.len()
     }
 
     /// The buffer from the first unparsed byte: the head, then what follows.
+    #[inline]
     pub(crate) fn split_at_head(&mut self, head_len: usize) -> (&[u8], &mut [u8]) {
         let (before, rest) = self.buf.split_at_mut(self.start + head_len);
         (&before[self.start..], rest)
@@ -104,9 +111,11 @@ impl ReadBuf {
 
     /// Room to read into: when the buffer is filled to its end, unparsed
     /// bytes move to the front, or (already there) a buffer smaller than
-    /// `limit` grows, doubling up to it.
-    pub(crate) fn space(&mut self, limit: usize) -> &mut [u8] {
+    /// `limit()` grows, doubling up to it.
+    #[inline]
+    pub(crate) fn space(&mut self, limit: impl FnOnce() -> usize) -> &mut [u8] {
         if self.end == self.buf.len() {
+            let limit = limit();
             #[cfg(test)]
             crate::parse::work::copied(self.end - self.start);
             if self.start > 0 {
@@ -121,17 +130,20 @@ impl ReadBuf {
     }
 
     /// `n` bytes were read into [`ReadBuf::space`].
+    #[inline]
     pub(crate) fn filled(&mut self, n: usize) {
         self.end += n;
     }
 
     /// The first `n` unparsed bytes are dropped.
+    #[inline]
     pub(crate) fn skip(&mut self, n: usize) {
         self.start += n;
     }
 
     /// The unparsed bytes are now `to..end`; an empty buffer restarts at
     /// its front.
+    #[inline]
     pub(crate) fn consume(&mut self, to: usize, end: usize) {
         (self.start, self.end) = (to.min(end), end);
         if self.start == self.end {

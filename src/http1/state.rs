@@ -33,6 +33,18 @@ enum Reparse {
     Chunked(ChunkScan),
 }
 
+impl Reparse {
+    /// The bytes a body being collected needs in the buffer, from the
+    /// first unparsed byte; 0 when none is.
+    fn awaited_len(&self) -> usize {
+        match *self {
+            Reparse::Body { len, .. } => len,
+            Reparse::Chunked(ChunkScan { limit, .. }) => limit,
+            _ => 0,
+        }
+    }
+}
+
 /// Per-connection state that survives parking.
 #[derive(Debug)]
 pub(crate) struct ConnState {
@@ -76,13 +88,13 @@ impl ConnState {
     /// When the current park ends: the phase's deadline, with what a body
     /// being collected has earned.
     pub(crate) fn deadline(&self, config: &Config) -> Option<Instant> {
-        self.phase.deadline(config, self.body_allowance(config))
+        self.phase.deadline(config, || self.body_allowance(config))
     }
 
     /// What the connection does when its socket has nothing now (see
     /// [`Phase::when_dry`]).
     pub(crate) fn when_dry(&self, config: &Config, drain: Drain) -> Dry {
-        self.phase.when_dry(self.deadline(config), drain)
+        self.phase.when_dry(|| self.deadline(config), drain)
     }
 
     /// The time a body being collected has earned beyond the head timeout:
@@ -167,8 +179,8 @@ impl ConnState {
         if let (Reparse::Head { len }, Some(b'\r' | b'\n')) = (self.reparse, self.unparsed().first()) {
             self.drop_empty_lines(len);
         }
-        let limit = if self.share.is_some() { size.max(self.awaited_len()) } else { size };
-        self.buf.space(limit)
+        let (share, reparse) = (&self.share, &self.reparse);
+        self.buf.space(|| if share.is_some() { size.max(reparse.awaited_len()) } else { size })
     }
 
     /// `n` bytes were read into [`ConnState::read_space`].
@@ -248,7 +260,8 @@ impl ConnState {
     /// at every byte, so the work stays linear in its size. (A malformed
     /// token in an unfinished line is found when the line ends.)
     pub(crate) fn worth_parsing(&self, limits: &Limits) -> bool {
-        let len = self.unparsed().len();
+        let (start, end) = self.buf.bounds();
+        let len = end - start;
         match self.reparse {
             Reparse::Now => true,
             Reparse::Body { len: needed, .. } => len >= needed,
@@ -325,11 +338,7 @@ impl ConnState {
     /// The bytes a body being collected needs in the buffer, from the
     /// first unparsed byte; 0 when none is.
     fn awaited_len(&self) -> usize {
-        match self.reparse {
-            Reparse::Body { len, .. } => len,
-            Reparse::Chunked(ChunkScan { limit, .. }) => limit,
-            _ => 0,
-        }
+        self.reparse.awaited_len()
     }
 
     /// Reads what arrived of a chunked body being collected; once it ended,
