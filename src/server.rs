@@ -514,7 +514,7 @@ impl Server {
                 let _ = handle.shared.monitor.set(monitor.thread().clone());
                 handle.monitor = Some(monitor);
                 if signals {
-                    match StopSignals::watch(handle.signal()) {
+                    match StopSignals::watch(handle.shared.clone()) {
                         Ok(watch) => handle.signals = Some(watch),
                         Err(e) => {
                             handle.shutdown();

@@ -35,7 +35,7 @@
 use std::io;
 use std::sync::{Mutex, PoisonError};
 
-use crate::server::ShutdownSignal;
+use crate::shared::Shared;
 #[cfg(unix)]
 pub(crate) use unix::StopSignals;
 #[cfg(windows)]
@@ -126,11 +126,11 @@ mod unix {
     }
 
     impl StopSignals {
-        /// Starts watching: the first signal calls `stop.shutdown()`. A
+        /// Starts watching: the first signal calls `stop.stop()`. A
         /// signal the process ignored before the first server watched is
         /// not watched (a background job of a shell ignores SIGINT: the
         /// terminal's Ctrl-C is not for it).
-        pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
+        pub(crate) fn watch(stop: Arc<Shared>) -> io::Result<StopSignals> {
             let mut watchers = Watchers::lock();
             let watched = prior().iter().filter(|(_, d)| *d != Disposition::Ignored).map(|&(signal, _)| signal);
             // Watching before the default action stands aside: a signal in
@@ -147,7 +147,7 @@ mod unix {
                         let _ = signal_hook::low_level::emulate_default_handler(signal);
                     }
                     warn!("signal {signal}: stopping gracefully (send it again to end the process at once)");
-                    stop.shutdown();
+                    stop.stop();
                     stopping = true;
                 }
             });
@@ -179,7 +179,7 @@ mod unix {
 #[cfg(windows)]
 mod windows {
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{MutexGuard, OnceLock};
+    use std::sync::{Arc, MutexGuard, OnceLock};
 
     use windows_sys::Win32::Foundation::{FALSE, TRUE};
     use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, CTRL_C_EVENT, SetConsoleCtrlHandler};
@@ -193,7 +193,7 @@ mod windows {
 
     struct Watcher {
         id: u64,
-        stop: ShutdownSignal,
+        stop: Arc<Shared>,
         told: bool,
     }
 
@@ -207,8 +207,8 @@ mod windows {
     }
 
     impl StopSignals {
-        /// Starts watching: the first Ctrl-C calls `stop.shutdown()`.
-        pub(crate) fn watch(stop: ShutdownSignal) -> io::Result<StopSignals> {
+        /// Starts watching: the first Ctrl-C calls `stop.stop()`.
+        pub(crate) fn watch(stop: Arc<Shared>) -> io::Result<StopSignals> {
             // Tried once; its failure is every watch's.
             static INSTALLED: OnceLock<Result<(), Option<i32>>> = OnceLock::new();
             static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -261,7 +261,7 @@ mod windows {
         let mut told = FALSE;
         for watcher in watchers.iter_mut().filter(|w| !w.told) {
             watcher.told = true;
-            watcher.stop.shutdown();
+            watcher.stop.stop();
             told = TRUE;
         }
         if told == TRUE {
