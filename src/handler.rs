@@ -141,6 +141,20 @@ impl IntoResponse for Response {
     }
 }
 
+/// `200` with the text (`text/plain; charset=utf-8`), as [`Response::text`].
+impl IntoResponse for &'static str {
+    fn into_response(self) -> Response {
+        Response::text(self)
+    }
+}
+
+/// `200` with the text (`text/plain; charset=utf-8`), as [`Response::text`].
+impl IntoResponse for String {
+    fn into_response(self) -> Response {
+        Response::text(self)
+    }
+}
+
 impl<T: IntoResponse, E: IntoResponse> IntoResponse for Result<T, E> {
     fn into_response(self) -> Response {
         match self {
@@ -261,9 +275,9 @@ mod tests {
 
     #[test]
     fn an_unannotated_closure_is_a_handler() {
-        let resp = TestRequest::get("/path").send(&|req| Response::text(req.path()));
+        let resp = TestRequest::get("/path").send(&|req: &mut Request| Response::text(req.path()));
         assert_eq!(resp.text(), "/path");
-        let resp = TestRequest::get("/").send(&|req| {
+        let resp = TestRequest::get("/").send(&|req: &mut Request| {
             let body = req.read_body(4)?;
             Ok::<_, Error>(Response::bytes(body))
         });

@@ -88,6 +88,8 @@ mod request;
 #[cfg(test)]
 mod request_fixture;
 mod response;
+#[cfg(feature = "router")]
+pub mod router;
 mod server;
 mod shared;
 mod signals;
@@ -126,6 +128,8 @@ pub use headers::HeaderIter;
 pub use proto::Version;
 pub use request::Request;
 pub use response::{Content, Response};
+#[cfg(feature = "router")]
+pub use router::Router;
 pub use server::{Server, ServerHandle, ShutdownSignal};
 pub use stats::Stats;
 pub use upgrade::Upgraded;

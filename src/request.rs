@@ -34,6 +34,9 @@ pub struct Request<'a> {
     peer: Peer,
     tls: bool,
     body: Body<'a>,
+    /// The parameters of the route that matched (set by the router).
+    #[cfg(feature = "router")]
+    pub(crate) params: Option<crate::router::RouteParams>,
 }
 
 impl<'a> Request<'a> {
@@ -45,7 +48,16 @@ impl<'a> Request<'a> {
         tls: bool,
         body: Body<'a>,
     ) -> Request<'a> {
-        Request { head, parsed, headers: Headers::new(head, spans), peer, tls, body }
+        Request {
+            head,
+            parsed,
+            headers: Headers::new(head, spans),
+            peer,
+            tls,
+            body,
+            #[cfg(feature = "router")]
+            params: None,
+        }
     }
 
     fn text(&self, (start, len): (u32, u32)) -> &str {

@@ -153,21 +153,22 @@ impl TestRequest {
         self
     }
 
-    /// Sends the request to `handler` (a closure or a function, as
-    /// [`Server::serve`](crate::Server::serve) takes) on a connection of its
-    /// own, with the server's default limits. For limits of your own, or a
-    /// type implementing [`Handler`], use a [`TestServer`].
+    /// Sends the request to `handler` — a function, a [`Router`](crate::Router),
+    /// a wrapped handler, any [`Handler`] — on a connection of its own, with
+    /// the server's default limits. For limits of your own, use a
+    /// [`TestServer`].
+    ///
+    /// A closure written in place needs its argument's type
+    /// (`&|req: &mut Request| ...`): Rust infers it only where the closure
+    /// is passed as a closure, as to [`Server::serve`](crate::Server::serve)
+    /// or [`TestServer::new`].
     ///
     /// # Panics
     ///
     /// When the server's answer is not HTTP/1.1 (a bug in httpool), or
     /// when it answered nothing because it waits for the rest of the
     /// request (a `Content-Length` larger than the body).
-    pub fn send<F, R>(self, handler: &F) -> TestResponse
-    where
-        F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
-        R: IntoResponse,
-    {
+    pub fn send<H: Handler + ?Sized>(self, handler: &H) -> TestResponse {
         static DEFAULTS: OnceLock<Config> = OnceLock::new();
         exchange(handler, DEFAULTS.get_or_init(Config::default), vec![self]).remove(0)
     }

@@ -1,6 +1,7 @@
-//! A keep-alive request on the testolope path allocates nothing: an exact
-//! count over a counting global allocator, across every thread of the
-//! process (server and client). It runs without the libtest harness
+//! A keep-alive request on the testolope path allocates nothing, and
+//! neither does one routed by `httpool::Router` to a route with path
+//! parameters: an exact count over a counting global allocator, across
+//! every thread of the process (server and client). It runs without the libtest harness
 //! (`harness = false`), whose own threads may allocate while it waits.
 
 use std::alloc::System;
@@ -19,7 +20,12 @@ mod testolope;
 
 /// One request and its whole response, with no allocation on this side.
 fn round_trip(conn: &mut TcpStream, buf: &mut [u8; 1024]) {
-    conn.write_all(b"GET /testolope HTTP/1.1\r\nHost: bench\r\n\r\n").unwrap();
+    round_trip_to(conn, buf, b"GET /testolope HTTP/1.1\r\nHost: bench\r\n\r\n");
+}
+
+/// `request`, and its whole response (the body `Testolope`).
+fn round_trip_to(conn: &mut TcpStream, buf: &mut [u8; 1024], request: &[u8]) {
+    conn.write_all(request).unwrap();
     let mut got = 0;
     while !buf[..got].ends_with(b"\r\n\r\nTestolope") {
         let n = conn.read(&mut buf[got..]).unwrap();
@@ -32,7 +38,12 @@ fn round_trip(conn: &mut TcpStream, buf: &mut [u8; 1024]) {
 fn main() {
     keep_alive_requests_allocate_nothing();
     println!("test keep_alive_requests_allocate_nothing ... ok");
-    println!("1 passed, 0 failed");
+    #[cfg(feature = "router")]
+    {
+        routed_requests_allocate_nothing();
+        println!("test routed_requests_allocate_nothing ... ok");
+    }
+    println!("{} passed, 0 failed", if cfg!(feature = "router") { 2 } else { 1 });
 }
 
 fn keep_alive_requests_allocate_nothing() {
@@ -58,3 +69,59 @@ fn keep_alive_requests_allocate_nothing() {
     drop(conn);
     assert!(server.shutdown());
 }
+
+/// A request routed among 20 patterns to one with two parameters, which
+/// the handler reads (decoded and parsed): no allocation either.
+#[cfg(feature = "router")]
+fn routed_requests_allocate_nothing() {
+    let mut router = httpool::Router::new();
+    for pattern in ROUTES {
+        router = router.get(pattern, |_req| "other");
+    }
+    let router = router.get("/users/{user}/notes/{id}", |req| {
+        let ok = req.param("user").as_deref() == Some("ann") && req.param_as::<u64>("id").is_ok_and(|id| id == 42);
+        // The client checks the status.
+        httpool::Response::text("Testolope").with_status(if ok { 200 } else { 500 })
+    });
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(2).max_workers(2).spawn_handler(router).unwrap();
+    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
+    conn.set_nodelay(true).unwrap();
+    let mut buf = [0u8; 1024];
+    let request = b"GET /users/ann/notes/42 HTTP/1.1\r\nHost: bench\r\n\r\n";
+    for _ in 0..3000 {
+        round_trip_to(&mut conn, &mut buf, request);
+    }
+    let region = Region::new(GLOBAL);
+    for _ in 0..2000 {
+        round_trip_to(&mut conn, &mut buf, request);
+    }
+    let change = region.change();
+    assert_eq!((change.allocations, change.reallocations), (0, 0), "{change:?}");
+    drop(conn);
+    assert!(server.shutdown());
+}
+
+/// Other routes beside the one measured.
+#[cfg(feature = "router")]
+const ROUTES: [&str; 20] = [
+    "/",
+    "/about",
+    "/login",
+    "/logout",
+    "/users",
+    "/users/{user}",
+    "/users/{user}/notes",
+    "/users/{user}/settings",
+    "/notes",
+    "/notes/{id}",
+    "/notes/{id}/edit",
+    "/search",
+    "/api/v1/users",
+    "/api/v1/users/{user}",
+    "/api/v1/notes",
+    "/api/v1/notes/{id}",
+    "/static/{*path}",
+    "/health",
+    "/metrics",
+    "/favicon.ico",
+];

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use httpool::Version;
 use httpool::test::{TestRequest, TestServer};
+use httpool::{Request, Version};
 
 // Each example's `main` is the example's, not these tests'.
 #[allow(dead_code)]
@@ -253,11 +253,11 @@ fn sse_streams_ticks_then_done() {
 
 #[test]
 fn sse_sends_every_tick_asked_for() {
-    let resp = TestRequest::get("/").send(&|_| sse::events(3, Duration::ZERO));
+    let resp = TestRequest::get("/").send(&|_: &mut Request| sse::events(3, Duration::ZERO));
     let ticks: Vec<&str> = resp.text().lines().filter(|l| l.starts_with("id: ")).collect();
     assert_eq!(ticks, ["id: 1", "id: 2", "id: 3"]);
     // HTTP/1.0 has no chunked: the stream ends with the connection.
-    let resp = TestRequest::get("/").version(Version::Http10).send(&|_| sse::events(0, Duration::ZERO));
+    let resp = TestRequest::get("/").version(Version::Http10).send(&|_: &mut Request| sse::events(0, Duration::ZERO));
     assert_eq!(resp.text(), "retry: 5000\n\nevent: done\ndata: bye\n\n");
     assert!(!resp.is_kept_alive());
 }

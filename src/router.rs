@@ -1,0 +1,450 @@
+//! A small router: method and path patterns to handlers, on `matchit`
+//! (the matcher axum uses).
+//!
+//! ```
+//! use httpool::{Request, Response, Router};
+//!
+//! let app = Router::new()
+//!     .get("/", |_req| Response::text("home\n"))
+//!     .get("/notes/{id}", |req| {
+//!         let id: i64 = req.param_as("id")?; // 400 when it is not a number
+//!         Ok::<_, httpool::Error>(Response::text(format!("note {id}\n")))
+//!     })
+//!     .post("/notes", |req| Response::text(req.read_body_string(1024).unwrap_or_default()));
+//!
+//! # use httpool::test::TestRequest;
+//! assert_eq!(TestRequest::get("/notes/7").send(&app).text(), "note 7\n");
+//! assert_eq!(TestRequest::head("/notes/7").send(&app).status(), 200);
+//! assert_eq!(TestRequest::get("/notes/x").send(&app).status(), 400);
+//! assert_eq!(TestRequest::get("/nothing").send(&app).status(), 404);
+//! let not_allowed = TestRequest::delete("/notes").send(&app);
+//! assert_eq!((not_allowed.status(), not_allowed.header("allow")), (405, Some("POST, OPTIONS")));
+//! ```
+//!
+//! - **Patterns**: `/notes/{id}` matches one segment (`req.param("id")`),
+//!   `/static/{*path}` the rest of the path, `/` included. A static segment
+//!   wins over a parameter (`/notes/new` before `/notes/{id}`). Paths match
+//!   as sent (percent-encoded; parameters are decoded when read), and
+//!   exactly: `/notes/` is not `/notes`.
+//! - **Methods**: `HEAD` is answered by the `GET` route unless it has one
+//!   of its own (the server drops the body). `OPTIONS` is answered `204`
+//!   with `Allow` unless routed. Any other method a path has no route for
+//!   gets `405 Method Not Allowed` with `Allow` listing those it has; a path
+//!   no pattern matches gets `404`. Both answers can be replaced
+//!   ([`Router::fallback`], [`Router::method_not_allowed`]).
+//! - **State**: [`Router::with_state`] gives every handler a reference to
+//!   one value (a connection pool, a cache) as its second argument: no
+//!   `Arc` to clone into each closure.
+//! - **Mounts**: [`Router::mount`] hands every request under a prefix, any
+//!   method, to a [`Handler`] (a [`ServeDir`](crate::ServeDir), another
+//!   router).
+//!
+//! Routing a request allocates nothing: the match and its parameters (at
+//! most [`MAX_PARAMS`]) live in the request. Patterns are `&'static str`
+//! (string literals), so the parameters' names need no copy either.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorKind};
+use crate::handler::{Handler, IntoResponse};
+use crate::request::Request;
+use crate::response::Response;
+use crate::urlencoded::decode_component;
+
+/// Most parameters one route may have.
+pub const MAX_PARAMS: usize = 8;
+
+/// A route's handler, with the router's state.
+type Route<S> = Box<dyn Fn(&mut Request<'_>, &S) -> Response + Send + Sync>;
+
+/// The state of a router made with [`Router::with_state`]: the value every
+/// handler is given.
+pub struct State<T>(T);
+
+impl<T> fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("State")
+    }
+}
+
+/// Method and path patterns to handlers; itself a [`Handler`].
+///
+/// `Router<()>` (from [`Router::new`]) takes handlers of one argument, the
+/// request, as [`Server::serve`](crate::Server::serve) does;
+/// `Router<State<T>>` (from [`Router::with_state`]) takes handlers of two,
+/// the request and `&T`.
+///
+/// # Panics
+///
+/// The building methods panic on a pattern `matchit` refuses (a parameter
+/// that conflicts with another at the same place, a `{` not closed), on a
+/// method routed twice for one pattern, and on more than [`MAX_PARAMS`]
+/// parameters: mistakes in the program, found when the router is built.
+pub struct Router<S = ()> {
+    state: S,
+    matcher: matchit::Router<usize>,
+    paths: Vec<Path<S>>,
+    fallback: Option<Route<S>>,
+    method_not_allowed: Option<Route<S>>,
+}
+
+/// One pattern and its routes.
+struct Path<S> {
+    pattern: Box<str>,
+    /// The parameters' names, in the pattern.
+    names: Vec<&'static str>,
+    methods: Vec<(Box<str>, Route<S>)>,
+    /// A mount: every method.
+    any: Option<Route<S>>,
+    /// The `Allow` value: the methods routed, `HEAD` with `GET`.
+    allow: String,
+}
+
+/// The parameters of the route that matched: names, and where each value
+/// sits in the request's path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RouteParams {
+    len: usize,
+    items: [(&'static str, u32, u32); MAX_PARAMS],
+}
+
+impl RouteParams {
+    /// The raw (percent-encoded) value of `name` in `path`.
+    pub(crate) fn get<'p>(&self, path: &'p str, name: &str) -> Option<&'p str> {
+        let &(_, start, end) = self.items[..self.len].iter().find(|(n, _, _)| *n == name)?;
+        path.get(start as usize..end as usize)
+    }
+}
+
+impl Router<()> {
+    /// A router with no routes (every request: `404`) and no state.
+    pub fn new() -> Router<()> {
+        Router {
+            state: (),
+            matcher: matchit::Router::new(),
+            paths: Vec::new(),
+            fallback: None,
+            method_not_allowed: None,
+        }
+    }
+}
+
+impl Default for Router<()> {
+    fn default() -> Router<()> {
+        Router::new()
+    }
+}
+
+impl<T: Send + Sync + 'static> Router<State<T>> {
+    /// A router whose handlers are each given `&state` as their second
+    /// argument.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use httpool::{Response, Router};
+    ///
+    /// let app = Router::with_state(AtomicU64::new(0))
+    ///     .post("/hits", |_req, hits| Response::text(format!("{}\n", hits.fetch_add(1, Ordering::Relaxed) + 1)));
+    /// # use httpool::test::TestRequest;
+    /// assert_eq!(TestRequest::post("/hits").send(&app).text(), "1\n");
+    /// assert_eq!(TestRequest::post("/hits").send(&app).text(), "2\n");
+    /// ```
+    pub fn with_state(state: T) -> Router<State<T>> {
+        Router {
+            state: State(state),
+            matcher: matchit::Router::new(),
+            paths: Vec::new(),
+            fallback: None,
+            method_not_allowed: None,
+        }
+    }
+
+    /// The state.
+    pub fn state(&self) -> &T {
+        &self.state.0
+    }
+}
+
+/// The building methods, for a router without state (handlers take the
+/// request) and one with (handlers take the request and the state).
+macro_rules! building_methods {
+    ([$($arg:ident)?], $handler:ident, $call:expr) => {
+        /// Routes `GET` (and `HEAD`, unless it has a route of its own)
+        /// requests for `pattern` to `handler`.
+        pub fn get<F, R>(self, pattern: &'static str, handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.route("GET", pattern, handler)
+        }
+
+        /// Routes `POST` requests for `pattern` to `handler`.
+        pub fn post<F, R>(self, pattern: &'static str, handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.route("POST", pattern, handler)
+        }
+
+        /// Routes `PUT` requests for `pattern` to `handler`.
+        pub fn put<F, R>(self, pattern: &'static str, handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.route("PUT", pattern, handler)
+        }
+
+        /// Routes `PATCH` requests for `pattern` to `handler`.
+        pub fn patch<F, R>(self, pattern: &'static str, handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.route("PATCH", pattern, handler)
+        }
+
+        /// Routes `DELETE` requests for `pattern` to `handler`.
+        pub fn delete<F, R>(self, pattern: &'static str, handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.route("DELETE", pattern, handler)
+        }
+
+        /// Routes requests with `method` (any token, compared
+        /// case-sensitively) for `pattern` to `handler`.
+        pub fn route<F, R>(self, method: &str, pattern: &'static str, $handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.add(Some(method), pattern, names_in(pattern), Box::new($call))
+        }
+
+        /// Answers the requests no pattern matches (`404` by default).
+        pub fn fallback<F, R>(mut self, $handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.fallback = Some(Box::new($call));
+            self
+        }
+
+        /// Answers the requests whose path matches but whose method has no
+        /// route (`405` by default); the router adds `Allow` to the answer.
+        pub fn method_not_allowed<F, R>(mut self, $handler: F) -> Self
+        where
+            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            R: IntoResponse,
+        {
+            self.method_not_allowed = Some(Box::new($call));
+            self
+        }
+    };
+}
+
+impl Router<()> {
+    building_methods!([], handler, move |req: &mut Request<'_>, _: &()| handler(req).into_response());
+}
+
+impl<T: Send + Sync + 'static> Router<State<T>> {
+    building_methods!([T], handler, move |req: &mut Request<'_>, state: &State<T>| {
+        handler(req, &state.0).into_response()
+    });
+}
+
+impl<S: Send + Sync + 'static> Router<S> {
+    /// Hands every request for `prefix` or below it (`prefix/...`), any
+    /// method, to `handler`, which sees the whole path (a
+    /// [`ServeDir`](crate::ServeDir) strips the prefix itself with
+    /// [`strip_prefix`](crate::ServeDir::strip_prefix)).
+    ///
+    /// ```
+    /// # #[cfg(feature = "fs")] {
+    /// use httpool::{Response, Router, ServeDir};
+    ///
+    /// let dir = std::env::temp_dir();
+    /// let app = Router::new()
+    ///     .get("/", |_req| Response::text("home\n"))
+    ///     .mount("/static", ServeDir::new(&dir).unwrap().strip_prefix("/static"));
+    /// # }
+    /// ```
+    pub fn mount(self, prefix: &str, handler: impl Handler) -> Self {
+        let prefix = prefix.trim_end_matches('/');
+        let handler = std::sync::Arc::new(handler);
+        let (at, below) = (if prefix.is_empty() { "/" } else { prefix }, format!("{prefix}/{{*httpool_mounted}}"));
+        let (h1, h2) = (handler.clone(), handler);
+        self.add(None, at, Vec::new(), Box::new(move |req: &mut Request<'_>, _: &S| h1.handle(req))).add(
+            None,
+            &below,
+            vec!["httpool_mounted"],
+            Box::new(move |req: &mut Request<'_>, _: &S| h2.handle(req)),
+        )
+    }
+
+    /// Adds a route for `pattern`, whose parameters are `names`: for
+    /// `method`, or every method (a mount) with `None`.
+    fn add(mut self, method: Option<&str>, pattern: &str, names: Vec<&'static str>, route: Route<S>) -> Self {
+        let index = match self.paths.iter().position(|path| &*path.pattern == pattern) {
+            Some(index) => index,
+            None => {
+                assert!(names.len() <= MAX_PARAMS, "route {pattern:?}: more than {MAX_PARAMS} parameters");
+                if let Err(e) = self.matcher.insert(pattern, self.paths.len()) {
+                    panic!("route {pattern:?}: {e}");
+                }
+                let path =
+                    Path { pattern: pattern.into(), names, methods: Vec::new(), any: None, allow: String::new() };
+                self.paths.push(path);
+                self.paths.len() - 1
+            }
+        };
+        let path = &mut self.paths[index];
+        match method {
+            Some(method) => {
+                assert!(
+                    path.methods.iter().all(|(m, _)| &**m != method),
+                    "route {pattern:?}: {method} is routed twice"
+                );
+                path.methods.push((method.into(), route));
+            }
+            None => {
+                assert!(path.any.is_none(), "route {pattern:?}: mounted twice");
+                path.any = Some(route);
+            }
+        }
+        path.allow = allow(&path.methods);
+        self
+    }
+
+    /// The route for `method` at `path`: its own, `GET`'s for `HEAD`, the
+    /// mount's.
+    fn find<'r>(path: &'r Path<S>, method: &str) -> Option<&'r Route<S>> {
+        let own = |m: &str| path.methods.iter().find(|(name, _)| &**name == m).map(|(_, route)| route);
+        own(method).or_else(|| if method == "HEAD" { own("GET") } else { None }).or(path.any.as_ref())
+    }
+}
+
+/// The parameter names in `pattern`, in order: `{name}` and `{*name}`
+/// (`{{` and `}}` are literal braces).
+fn names_in(pattern: &'static str) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    let bytes = pattern.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'{', Some(b'{')) | (b'}', Some(b'}')) => i += 2,
+            (b'{', _) => {
+                let end = pattern[i..].find('}').map_or(pattern.len(), |at| i + at);
+                names.push(pattern[i + 1..end].trim_start_matches('*'));
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    names
+}
+
+/// The `Allow` value for `methods`: each once, `HEAD` after `GET` when it
+/// has no route of its own, `OPTIONS` last (the router answers it).
+fn allow<S>(methods: &[(Box<str>, Route<S>)]) -> String {
+    let mut names: Vec<&str> = methods.iter().map(|(m, _)| &**m).collect();
+    if names.contains(&"GET") && !names.contains(&"HEAD") {
+        names.push("HEAD");
+    }
+    if !names.contains(&"OPTIONS") {
+        names.push("OPTIONS");
+    }
+    names.join(", ")
+}
+
+impl<S: Send + Sync + 'static> Handler for Router<S> {
+    fn handle(&self, req: &mut Request<'_>) -> Response {
+        let path = req.path();
+        let (index, params) = match self.matcher.at(path) {
+            Ok(found) => {
+                let entry = &self.paths[*found.value];
+                let mut params = RouteParams { len: 0, items: [("", 0, 0); MAX_PARAMS] };
+                for (name, value) in found.params.iter() {
+                    // The pattern's own `&'static` copy of the name.
+                    let Some(&name) = entry.names.iter().find(|n| **n == name) else { continue };
+                    let start = value.as_ptr() as usize - path.as_ptr() as usize;
+                    params.items[params.len] = (name, start as u32, (start + value.len()) as u32);
+                    params.len += 1;
+                }
+                (*found.value, params)
+            }
+            Err(_) => {
+                return match &self.fallback {
+                    Some(fallback) => fallback(req, &self.state),
+                    None => Response::text("Not Found\n").with_status(404),
+                };
+            }
+        };
+        let entry = &self.paths[index];
+        if params.len > 0 {
+            req.params = Some(params);
+        }
+        let method = req.method();
+        if let Some(route) = Self::find(entry, method) {
+            return route(req, &self.state);
+        }
+        if method == "OPTIONS" {
+            return Response::status(204).with_header("Allow", entry.allow.clone());
+        }
+        let answer = match &self.method_not_allowed {
+            Some(handler) => handler(req, &self.state),
+            None => Response::text("Method Not Allowed\n").with_status(405),
+        };
+        answer.with_header("Allow", entry.allow.clone())
+    }
+}
+
+impl<S> fmt::Debug for Router<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Router").field("paths", &self.paths.len()).finish_non_exhaustive()
+    }
+}
+
+impl Request<'_> {
+    /// The value of the parameter `name` (`{name}` or `{*name}`) of the
+    /// route that matched, percent-decoded; `None` when that route has no
+    /// such parameter (or the request was not routed). Bytes that do not
+    /// decode to UTF-8 become U+FFFD.
+    pub fn param(&self, name: &str) -> Option<Cow<'_, str>> {
+        let raw = self.params.as_ref()?.get(self.path(), name)?;
+        Some(decode_component(raw).unwrap_or_else(|_| String::from_utf8_lossy(raw.as_bytes()).into_owned().into()))
+    }
+
+    /// The parameter `name`, percent-decoded and parsed as a `T` (a number,
+    /// a `String`, any `FromStr`).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::BadRequest`] (`400`) naming the parameter when it does
+    /// not parse, or does not decode (a `%` without two hex digits, bytes
+    /// that are not UTF-8); also when the route has no such parameter.
+    pub fn param_as<T>(&self, name: &str) -> Result<T, Error>
+    where
+        T: FromStr,
+        T::Err: fmt::Display,
+    {
+        let bad = |why: String| Error::new(ErrorKind::BadRequest, "bad path parameter").with_source(why);
+        let raw = self
+            .params
+            .as_ref()
+            .and_then(|params| params.get(self.path(), name))
+            .ok_or_else(|| bad(format!("no parameter `{name}` in the route")))?;
+        let value = decode_component(raw).map_err(|e| bad(format!("`{name}` is {raw:?}: {e}")))?;
+        value.parse().map_err(|e| bad(format!("`{name}` is {value:?}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,150 @@
+//! The router through the test client: what a client sends, what it gets.
+
+use super::*;
+use crate::test::{TestRequest, TestServer};
+
+fn app() -> Router {
+    Router::new()
+        .get("/", |_req| Response::text("home\n"))
+        .get("/notes/new", |_req| Response::text("form\n"))
+        .get("/notes/{id}", |req| match req.param_as::<i64>("id") {
+            Ok(id) => Response::text(format!("note {id}\n")),
+            Err(e) => e.into_response(),
+        })
+        .delete("/notes/{id}", |req| Response::text(format!("deleted {}\n", req.param("id").unwrap())))
+        .post("/notes", |_req| Response::status(201))
+        .get("/files/{*path}", |req| Response::text(format!("file {}\n", req.param("path").unwrap())))
+        .route("PURGE", "/cache", |_req| Response::status(204))
+}
+
+#[test]
+fn a_pattern_routes_by_method_and_path_with_parameters() {
+    let app = app();
+    let text = |req: TestRequest| app_text(&app, req);
+    assert_eq!(text(TestRequest::get("/")), (200, "home\n".into()));
+    assert_eq!(text(TestRequest::get("/notes/42")), (200, "note 42\n".into()));
+    assert_eq!(text(TestRequest::get("/notes/new")), (200, "form\n".into()), "a static segment wins");
+    assert_eq!(text(TestRequest::delete("/notes/7")), (200, "deleted 7\n".into()));
+    assert_eq!(text(TestRequest::post("/notes")), (201, String::new()));
+    assert_eq!(text(TestRequest::get("/files/a/b%20c.txt")), (200, "file a/b c.txt\n".into()), "decoded");
+    assert_eq!(text(TestRequest::method("PURGE", "/cache")).0, 204);
+}
+
+fn app_text(app: &Router, req: TestRequest) -> (u16, String) {
+    let resp = req.send(app);
+    (resp.status(), resp.text().to_owned())
+}
+
+#[test]
+fn head_is_answered_by_the_get_route_without_a_body() {
+    let resp = TestRequest::head("/notes/3").send(&app());
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.header("content-length"), Some("7"), "the GET answer's length");
+    assert_eq!(resp.body(), b"");
+}
+
+#[test]
+fn an_unknown_path_is_404_and_a_wrong_method_405_with_allow() {
+    let app = app();
+    let missing = TestRequest::get("/nowhere").send(&app);
+    assert_eq!((missing.status(), missing.text()), (404, "Not Found\n"));
+    let exact = TestRequest::get("/notes/").send(&app);
+    assert_eq!(exact.status(), 404, "paths match exactly: no parameter is empty");
+    let wrong = TestRequest::put("/notes/3").send(&app);
+    assert_eq!(wrong.status(), 405);
+    assert_eq!(wrong.header("allow"), Some("GET, DELETE, HEAD, OPTIONS"));
+    let post_only = TestRequest::get("/notes").send(&app);
+    assert_eq!((post_only.status(), post_only.header("allow")), (405, Some("POST, OPTIONS")));
+}
+
+#[test]
+fn options_is_answered_with_allow_unless_routed() {
+    let resp = TestRequest::method("OPTIONS", "/notes/3").send(&app());
+    assert_eq!((resp.status(), resp.header("allow")), (204, Some("GET, DELETE, HEAD, OPTIONS")));
+    let routed = Router::new().route("OPTIONS", "/", |_req| Response::text("mine"));
+    assert_eq!(TestRequest::method("OPTIONS", "/").send(&routed).text(), "mine");
+}
+
+#[test]
+fn a_parameter_that_does_not_parse_is_400_naming_it() {
+    let resp = TestRequest::get("/notes/abc").send(&app());
+    assert_eq!(resp.status(), 400);
+    assert!(resp.text().contains("`id` is \"abc\""), "{}", resp.text());
+    let bad_escape = TestRequest::get("/notes/%zz").send(&app());
+    assert_eq!(bad_escape.status(), 400);
+}
+
+#[test]
+fn parameters_are_only_those_of_the_route_that_matched() {
+    let app = Router::new()
+        .get("/a/{x}", |req| format!("{:?} {:?} {}", req.param("x"), req.param("y"), req.param_as::<u8>("y").is_err()));
+    assert_eq!(TestRequest::get("/a/1").send(&app).text(), "Some(\"1\") None true");
+    // A request no router saw has none.
+    let plain = |req: &mut Request<'_>| format!("{:?}", req.param("x"));
+    assert_eq!(TestRequest::get("/a/1").send(&plain).text(), "None");
+}
+
+#[test]
+fn state_is_given_to_every_handler() {
+    let app = Router::with_state(String::from("shared"))
+        .get("/", |_req, s: &String| Response::text(format!("{s}\n")))
+        .fallback(|_req, s| Response::text(format!("{s} fallback\n")).with_status(404));
+    assert_eq!(TestRequest::get("/").send(&app).text(), "shared\n");
+    assert_eq!(TestRequest::get("/x").send(&app).text(), "shared fallback\n");
+    assert_eq!(app.state(), "shared");
+}
+
+#[test]
+fn fallback_and_method_not_allowed_can_be_replaced_and_keep_allow() {
+    let app = Router::new()
+        .get("/", |_req| "home")
+        .fallback(|_req| Response::text("{\"error\":\"not found\"}").with_status(404))
+        .method_not_allowed(|req| Response::text(format!("no {}", req.method())).with_status(405));
+    assert_eq!(TestRequest::get("/x").send(&app).text(), "{\"error\":\"not found\"}");
+    let wrong = TestRequest::post("/").send(&app);
+    assert_eq!((wrong.status(), wrong.text(), wrong.header("allow")), (405, "no POST", Some("GET, HEAD, OPTIONS")));
+}
+
+#[test]
+fn a_mount_takes_every_method_at_and_below_its_prefix() {
+    let inner = Router::new()
+        .get("/api/v1/ping", |_req| "pong")
+        .post("/api/v1/echo", |req| req.read_body_string(100).unwrap_or_default());
+    let app = Router::new().get("/", |_req| "home").mount("/api/", inner);
+    assert_eq!(TestRequest::get("/api/v1/ping").send(&app).text(), "pong");
+    assert_eq!(TestRequest::post("/api/v1/echo").body("hi").send(&app).text(), "hi");
+    assert_eq!(TestRequest::get("/api").send(&app).status(), 404, "the inner router's 404");
+    assert_eq!(TestRequest::get("/").send(&app).text(), "home");
+}
+
+#[test]
+fn a_router_runs_under_a_test_server_and_wrappers() {
+    let server = TestServer::from_handler(app()).max_body_bytes(4);
+    assert_eq!(server.send(TestRequest::post("/notes").body("too long")).status(), 413);
+    assert_eq!(server.send(TestRequest::get("/notes/1")).text(), "note 1\n");
+}
+
+#[test]
+#[should_panic(expected = "GET is routed twice")]
+fn a_method_routed_twice_for_a_pattern_is_a_mistake_found_at_build() {
+    let _ = Router::new().get("/a", |_req| "1").get("/a", |_req| "2");
+}
+
+#[test]
+#[should_panic(expected = "route \"/a/{x}\"")]
+fn conflicting_patterns_are_found_at_build() {
+    let _ = Router::new().get("/a/{id}", |_req| "1").get("/a/{x}", |_req| "2");
+}
+
+#[test]
+#[should_panic(expected = "more than 8 parameters")]
+fn too_many_parameters_are_found_at_build() {
+    let _ = Router::new().get("/{a}/{b}/{c}/{d}/{e}/{f}/{g}/{h}/{i}", |_req| "");
+}
+
+#[test]
+fn names_in_patterns() {
+    assert_eq!(names_in("/a/{id}/b/{*rest}"), ["id", "rest"]);
+    assert_eq!(names_in("/{{literal}}/{x}"), ["x"]);
+    assert!(names_in("/plain").is_empty());
+}
