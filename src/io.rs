@@ -118,30 +118,48 @@ pub(crate) fn now<R>(mut op: impl FnMut() -> io::Result<R>) -> io::Result<Option
     }
 }
 
+/// How long [`waiting`] waits for the stream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Patience {
+    /// Up to this long in all, from the first wait: for reads, where a TLS
+    /// record sent in pieces makes the socket readable again and again
+    /// with nothing to read, and each of those wakes must count against
+    /// the same deadline.
+    InAll(Duration),
+    /// Up to this long each time: for writes, where a wake-up after which
+    /// the stream still takes nothing most often means the client took
+    /// some of what was sent (TLS records held below), and the stream's
+    /// own pace (`Socket`'s least rate) bounds the waits together.
+    EachWait(Duration),
+}
+
 /// Runs `op` on `io` until it does not block, waiting for `ready` in
-/// between, up to `timeout` in all from the first wait (then `TimedOut`): a
-/// TLS record sent in pieces makes the socket ready again and again with
-/// nothing to read, and each of those wakes counts against the same
-/// deadline.
+/// between as `patience` allows (then `TimedOut`).
 #[inline]
 pub(crate) fn waiting<T: Transport + ?Sized, R>(
     io: &mut T,
     ready: Ready,
-    timeout: Duration,
+    patience: Patience,
     mut op: impl FnMut(&mut T) -> io::Result<R>,
 ) -> io::Result<R> {
-    // Set at the first wait; `None` inside when `timeout` is unbounded.
+    // Set at the first wait; `None` inside when the time is unbounded.
     let mut deadline = None;
     loop {
         if let Some(r) = now(|| op(io))? {
             return Ok(r);
         }
-        let deadline = *deadline.get_or_insert_with(|| Instant::now().checked_add(timeout));
-        let left = deadline.map_or(timeout, |at| at.saturating_duration_since(Instant::now()));
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        io.wait(ready, left)?;
+        let wait = match patience {
+            Patience::EachWait(timeout) => timeout,
+            Patience::InAll(timeout) => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now().checked_add(timeout));
+                let left = deadline.map_or(timeout, |at| at.saturating_duration_since(Instant::now()));
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                left
+            }
+        };
+        io.wait(ready, wait)?;
     }
 }
 
@@ -178,22 +196,23 @@ fn file_too_short() -> io::Error {
 }
 
 /// Reads at least one byte (or end of stream), waiting up to `timeout` for
-/// it in all (see [`waiting`]).
+/// it in all ([`Patience::InAll`]).
 pub(crate) fn read_wait(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
-    waiting(io, Ready::Readable, timeout, |io| io.read(buf))
+    waiting(io, Ready::Readable, Patience::InAll(timeout), |io| io.read(buf))
 }
 
 /// Writes all of `buf`, waiting up to `timeout` each time the peer stops
 /// taking bytes.
 pub(crate) fn write_all_wait<T: Transport + ?Sized>(io: &mut T, mut buf: &[u8], timeout: Duration) -> io::Result<()> {
+    let patience = Patience::EachWait(timeout);
     while !buf.is_empty() {
-        match waiting(io, Ready::Writable, timeout, |io| io.write(buf))? {
+        match waiting(io, Ready::Writable, patience, |io| io.write(buf))? {
             0 => return Err(io::ErrorKind::WriteZero.into()),
             n => buf = &buf[n..],
         }
     }
     // A TLS stream may still hold records; plain sockets hold nothing.
-    waiting(io, Ready::Writable, timeout, |io| io.flush())
+    waiting(io, Ready::Writable, patience, |io| io.flush())
 }
 
 /// A worker's private readiness queue, used only on the slow path when one
@@ -383,6 +402,126 @@ impl Transport for Socket<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A socket whose writes block once more after each wake-up: TLS
+    /// records the socket took only some of (found by review: the waits
+    /// were counted twice against the least rate, and a write gave up at
+    /// 0.6 s of a 1 s timeout).
+    struct RecordsHeld<'a> {
+        sock: Socket<'a>,
+        block_after_wake: usize,
+        blocking: usize,
+    }
+
+    impl Read for RecordsHeld<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.sock.read(buf)
+        }
+    }
+
+    impl Write for RecordsHeld<'_> {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.blocking > 0 {
+                self.blocking -= 1;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.sock.write(buf)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Transport for RecordsHeld<'_> {
+        fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
+            let r = self.sock.wait(ready, timeout);
+            self.blocking = std::mem::take(&mut self.block_after_wake);
+            r
+        }
+    }
+
+    #[test]
+    fn a_wake_up_without_room_does_not_cut_the_write_timeout_short() {
+        let (mut stream, mut theirs) = crate::shared::tests::socket_pair();
+        let chunk = vec![b'x'; 64 * 1024];
+        while !matches!(stream.write(&chunk), Err(e) if e.kind() == io::ErrorKind::WouldBlock) {}
+        let (took_tx, took_rx) = std::sync::mpsc::channel::<()>();
+        let reader = std::thread::spawn(move || {
+            // The client takes nothing for 0.6 s (of a 1 s timeout).
+            let _ = took_rx.recv_timeout(Duration::from_millis(600));
+            let mut buf = vec![0; 1 << 16];
+            while let Ok(n) = Read::read(&mut theirs, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+            }
+        });
+        let mut waiter = Waiter::new().unwrap();
+        let counters = Counters::default();
+        let sock = Socket {
+            stream: &mut stream,
+            waiter: &mut waiter,
+            watched_by: None,
+            pace: Pace::new(u64::MAX),
+            body_waits: (&counters, 1),
+        };
+        let mut io = RecordsHeld { sock, block_after_wake: 1, blocking: 0 };
+        let result = write_all_wait(&mut io, b"the rest", Duration::from_secs(1));
+        drop(io);
+        drop(stream);
+        drop(took_tx);
+        reader.join().unwrap();
+        assert!(result.is_ok(), "{result:?}");
+    }
+
+    /// Takes one TLS record per wake-up, 40 ms apart; the socket has room
+    /// again only once all are out.
+    struct SteadyReader {
+        records: usize,
+    }
+
+    impl Read for SteadyReader {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+    }
+
+    impl Write for SteadyReader {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.records > 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Transport for SteadyReader {
+        fn wait(&mut self, _: Ready, timeout: Duration) -> io::Result<()> {
+            let step = Duration::from_millis(40);
+            if timeout < step {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            // The client's pace, not a synchronisation: the time the waits
+            // take is what is tested.
+            std::thread::sleep(step);
+            self.records -= 1;
+            Ok(())
+        }
+    }
+
+    /// A write waits up to its timeout each time the client stops taking
+    /// bytes, not in all: a client that keeps taking records is not cut.
+    #[test]
+    fn a_client_that_keeps_taking_records_is_not_timed_out() {
+        let mut io = SteadyReader { records: 5 };
+        let result = write_all_wait(&mut io, b"answer", Duration::from_millis(100));
+        assert!(result.is_ok(), "{result:?} with {} records left", io.records);
+    }
 
     /// Always reported ready, never a byte to read: a TLS stream while a
     /// record arrives a byte at a time.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io::{self, Read, Write};
 use std::time::Duration;
 
-use crate::io::{Ready, Transport, read_wait, waiting, write_all_wait};
+use crate::io::{Patience, Ready, Transport, read_wait, waiting, write_all_wait};
 
 /// The closure a `101` response hands the connection to.
 pub(crate) type OnUpgrade = Box<dyn FnOnce(Upgraded<'_>) + Send>;
@@ -58,7 +58,8 @@ impl Read for Upgraded<'_> {
 
 impl Write for Upgraded<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        waiting(self.io, Ready::Writable, self.write_timeout.unwrap_or(Duration::MAX), |io| io.write(buf))
+        let patience = Patience::EachWait(self.write_timeout.unwrap_or(Duration::MAX));
+        waiting(self.io, Ready::Writable, patience, |io| io.write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
