@@ -1,13 +1,17 @@
-//! Entry points for the fuzz targets in `fuzz/`. Not part of the public API.
+//! Entry points for the fuzz targets in `fuzz/` and for the benchmarks in
+//! `benches/`. Not part of the public API.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::body::Body;
 use crate::config::Config;
 use crate::date::{DateCache, format_imf_fixdate};
 use crate::encode::{encode_in_memory, plan};
+use crate::handler::Handler;
 use crate::io::Script;
-use crate::parse::parse_head;
+use crate::net::Peer;
+use crate::parse::{Head, HeaderSpan, parse_head};
 use crate::proto::Version;
 use crate::request::Request;
 use crate::response::Response;
@@ -115,4 +119,38 @@ impl Default for Date {
 /// Formats `secs` since the epoch as IMF-fixdate: what a cache miss costs.
 pub fn format_date(secs: u64) -> [u8; 29] {
     format_imf_fixdate(secs)
+}
+
+/// A request head parsed once, for benchmarks of what a handler does with
+/// a request (a router's match): each [`ParsedHead::call`] builds the
+/// `Request` the connection loop would, with an empty body, and calls the
+/// handler on it.
+#[derive(Debug)]
+pub struct ParsedHead {
+    raw: Vec<u8>,
+    head: Head,
+    spans: Vec<HeaderSpan>,
+    config: Config,
+}
+
+impl ParsedHead {
+    /// Parses `raw`, a whole request head without a body.
+    ///
+    /// # Panics
+    ///
+    /// When `raw` is not a whole, valid head.
+    pub fn new(raw: &[u8]) -> ParsedHead {
+        let (config, mut spans) = (Config::default(), Vec::new());
+        let head = parse_head(raw, &config.limits, &mut spans).expect("a valid head").expect("a whole head");
+        ParsedHead { raw: raw[..head.len].to_vec(), head, spans, config }
+    }
+
+    /// Calls `handler` on the request; returns the answer's status.
+    pub fn call(&mut self, handler: &impl Handler) -> u16 {
+        let mut io = Script { eof: true, ..Script::default() };
+        let body = Body::new(self.head.body, &mut io, &mut [], 0, self.config.body_bounds(), false);
+        let peer = Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
+        let mut req = Request::new(&self.raw, self.head, &self.spans, peer, false, body);
+        handler.handle(&mut req).status
+    }
 }

@@ -468,7 +468,7 @@ mod tests {
         };
         let mut io = RecordsHeld { sock, block_after_wake: 1, blocking: 0 };
         let result = write_all_wait(&mut io, b"the rest", Duration::from_secs(1));
-        drop(io);
+        let _ = io;
         drop(stream);
         drop(took_tx);
         reader.join().unwrap();

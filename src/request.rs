@@ -22,14 +22,25 @@ fn question_mark(target: &str) -> Option<usize> {
     target.bytes().position(|b| b == b'?')
 }
 
+/// The bytes at `(start, len)` of the head as text: httparse only accepts
+/// visible ASCII in the method and target.
+fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
+    std::str::from_utf8(&head[start as usize..(start + len) as usize]).unwrap_or("")
+}
+
 /// An HTTP request, borrowed from the connection that received it.
 ///
 /// The head (method, target, headers) is a view into the connection's read
 /// buffer: building a `Request` allocates nothing. The body is read through
 /// [`Read`] (on the request itself or [`Request::body`]).
 pub struct Request<'a> {
-    head: &'a [u8],
     parsed: Head,
+    /// The method and the target, read once (handlers and the router ask
+    /// for them again and again).
+    method: &'a str,
+    target: &'a str,
+    /// Where the path ends in the target (at `?`, or its end).
+    path_end: u32,
     headers: Headers<'a>,
     peer: Peer,
     tls: bool,
@@ -40,6 +51,7 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
+    #[inline]
     pub(crate) fn new(
         head: &'a [u8],
         parsed: Head,
@@ -48,9 +60,13 @@ impl<'a> Request<'a> {
         tls: bool,
         body: Body<'a>,
     ) -> Request<'a> {
+        let (method, target) = (text(head, parsed.method), text(head, parsed.target));
         Request {
-            head,
             parsed,
+            method,
+            target,
+            // Targets are shorter than the head, whose offsets fit in `u32`.
+            path_end: question_mark(target).unwrap_or(target.len()) as u32,
             headers: Headers::new(head, spans),
             peer,
             tls,
@@ -60,41 +76,31 @@ impl<'a> Request<'a> {
         }
     }
 
-    fn text(&self, (start, len): (u32, u32)) -> &str {
-        let bytes = &self.head[start as usize..(start + len) as usize];
-        // httparse only accepts visible ASCII in the method and target.
-        std::str::from_utf8(bytes).unwrap_or("")
-    }
-
     /// The request method, e.g. `"GET"`. Any token is accepted (RFC 9110
     /// §9.1 lets servers define methods); compare case-sensitively.
     #[inline]
     pub fn method(&self) -> &str {
-        self.text(self.parsed.method)
+        self.method
     }
 
     /// The request target exactly as sent, e.g. `"/search?q=x"`.
     #[inline]
     pub fn target(&self) -> &str {
-        self.text(self.parsed.target)
+        self.target
     }
 
     /// The path part of the target (before `?`), still percent-encoded.
     #[inline]
     pub fn path(&self) -> &str {
-        let target = self.target();
-        match question_mark(target) {
-            // `?` is ASCII: both sides of it are char boundaries.
-            Some(at) => &target[..at],
-            None => target,
-        }
+        // `?` is ASCII: both sides of it are char boundaries.
+        &self.target[..self.path_end as usize]
     }
 
     /// The query part of the target (after `?`), if any.
     #[inline]
     pub fn query(&self) -> Option<&str> {
-        let target = self.target();
-        question_mark(target).map(|at| &target[at + 1..])
+        let end = self.path_end as usize;
+        self.target.get(end + 1..).filter(|_| end < self.target.len())
     }
 
     /// The protocol version.

@@ -93,8 +93,11 @@ pub struct Router<S = ()> {
 /// One pattern and its routes.
 struct Path<S> {
     pattern: Box<str>,
-    /// The parameters' names, in the pattern.
-    names: Vec<&'static str>,
+    /// The pattern, when it names the parameters a handler reads (not a
+    /// mount's).
+    named_by: &'static str,
+    /// How many parameters it has.
+    params: usize,
     methods: Vec<(Box<str>, Route<S>)>,
     /// A mount: every method.
     any: Option<Route<S>>,
@@ -102,18 +105,21 @@ struct Path<S> {
     allow: String,
 }
 
-/// The parameters of the route that matched: names, and where each value
-/// sits in the request's path.
+/// The parameters of the route that matched: its pattern (which names
+/// them, in order), and where each value sits in the request's path. Kept
+/// small: it is part of every `Request`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RouteParams {
-    len: usize,
-    items: [(&'static str, u32, u32); MAX_PARAMS],
+    pattern: &'static str,
+    len: u8,
+    spans: [(u32, u32); MAX_PARAMS],
 }
 
 impl RouteParams {
     /// The raw (percent-encoded) value of `name` in `path`.
     pub(crate) fn get<'p>(&self, path: &'p str, name: &str) -> Option<&'p str> {
-        let &(_, start, end) = self.items[..self.len].iter().find(|(n, _, _)| *n == name)?;
+        let i = names(self.pattern).take(usize::from(self.len)).position(|n| n == name)?;
+        let (start, end) = self.spans[i];
         path.get(start as usize..end as usize)
     }
 }
@@ -224,7 +230,7 @@ macro_rules! building_methods {
             F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
             R: IntoResponse,
         {
-            self.add(Some(method), pattern, names_in(pattern), Box::new($call))
+            self.add(Some(method), pattern, pattern, Box::new($call))
         }
 
         /// Answers the requests no pattern matches (`404` by default).
@@ -281,26 +287,34 @@ impl<S: Send + Sync + 'static> Router<S> {
         let handler = std::sync::Arc::new(handler);
         let (at, below) = (if prefix.is_empty() { "/" } else { prefix }, format!("{prefix}/{{*httpool_mounted}}"));
         let (h1, h2) = (handler.clone(), handler);
-        self.add(None, at, Vec::new(), Box::new(move |req: &mut Request<'_>, _: &S| h1.handle(req))).add(
+        self.add(None, at, "", Box::new(move |req: &mut Request<'_>, _: &S| h1.handle(req))).add(
             None,
             &below,
-            vec!["httpool_mounted"],
+            "",
             Box::new(move |req: &mut Request<'_>, _: &S| h2.handle(req)),
         )
     }
 
-    /// Adds a route for `pattern`, whose parameters are `names`: for
-    /// `method`, or every method (a mount) with `None`.
-    fn add(mut self, method: Option<&str>, pattern: &str, names: Vec<&'static str>, route: Route<S>) -> Self {
+    /// Adds a route for `pattern` (`named_by`: the same, when its
+    /// parameters are read by name): for `method`, or every method (a
+    /// mount) with `None`.
+    fn add(mut self, method: Option<&str>, pattern: &str, named_by: &'static str, route: Route<S>) -> Self {
         let index = match self.paths.iter().position(|path| &*path.pattern == pattern) {
             Some(index) => index,
             None => {
-                assert!(names.len() <= MAX_PARAMS, "route {pattern:?}: more than {MAX_PARAMS} parameters");
+                let params = names(pattern).count();
+                assert!(params <= MAX_PARAMS, "route {pattern:?}: more than {MAX_PARAMS} parameters");
                 if let Err(e) = self.matcher.insert(pattern, self.paths.len()) {
                     panic!("route {pattern:?}: {e}");
                 }
-                let path =
-                    Path { pattern: pattern.into(), names, methods: Vec::new(), any: None, allow: String::new() };
+                let path = Path {
+                    pattern: pattern.into(),
+                    named_by,
+                    params,
+                    methods: Vec::new(),
+                    any: None,
+                    allow: String::new(),
+                };
                 self.paths.push(path);
                 self.paths.len() - 1
             }
@@ -333,22 +347,25 @@ impl<S: Send + Sync + 'static> Router<S> {
 
 /// The parameter names in `pattern`, in order: `{name}` and `{*name}`
 /// (`{{` and `}}` are literal braces).
-fn names_in(pattern: &'static str) -> Vec<&'static str> {
-    let mut names = Vec::new();
-    let bytes = pattern.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1)) {
-            (b'{', Some(b'{')) | (b'}', Some(b'}')) => i += 2,
-            (b'{', _) => {
-                let end = pattern[i..].find('}').map_or(pattern.len(), |at| i + at);
-                names.push(pattern[i + 1..end].trim_start_matches('*'));
-                i = end + 1;
+fn names(pattern: &str) -> impl Iterator<Item = &str> {
+    let mut rest = pattern;
+    std::iter::from_fn(move || {
+        loop {
+            let at = rest.find(['{', '}'])?;
+            let (brace, after) = (rest.as_bytes()[at], &rest[at + 1..]);
+            if after.as_bytes().first() == Some(&brace) {
+                rest = &after[1..];
+                continue;
             }
-            _ => i += 1,
+            if brace == b'}' {
+                rest = after;
+                continue;
+            }
+            let end = after.find('}').unwrap_or(after.len());
+            rest = after.get(end + 1..).unwrap_or("");
+            return Some(after[..end].trim_start_matches('*'));
         }
-    }
-    names
+    })
 }
 
 /// The `Allow` value for `methods`: each once, `HEAD` after `GET` when it
@@ -370,12 +387,11 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
         let (index, params) = match self.matcher.at(path) {
             Ok(found) => {
                 let entry = &self.paths[*found.value];
-                let mut params = RouteParams { len: 0, items: [("", 0, 0); MAX_PARAMS] };
-                for (name, value) in found.params.iter() {
-                    // The pattern's own `&'static` copy of the name.
-                    let Some(&name) = entry.names.iter().find(|n| **n == name) else { continue };
+                let mut params = RouteParams { pattern: entry.named_by, len: 0, spans: [(0, 0); MAX_PARAMS] };
+                // In the pattern's order, as `names` reads them.
+                for (i, (_, value)) in found.params.iter().enumerate().take(entry.params) {
                     let start = value.as_ptr() as usize - path.as_ptr() as usize;
-                    params.items[params.len] = (name, start as u32, (start + value.len()) as u32);
+                    params.spans[i] = (start as u32, (start + value.len()) as u32);
                     params.len += 1;
                 }
                 (*found.value, params)
@@ -419,7 +435,7 @@ impl Request<'_> {
     /// decode to UTF-8 become U+FFFD.
     pub fn param(&self, name: &str) -> Option<Cow<'_, str>> {
         let raw = self.params.as_ref()?.get(self.path(), name)?;
-        Some(decode_component(raw).unwrap_or_else(|_| String::from_utf8_lossy(raw.as_bytes()).into_owned().into()))
+        Some(decode(raw).unwrap_or_else(|_| String::from_utf8_lossy(raw.as_bytes()).into_owned().into()))
     }
 
     /// The parameter `name`, percent-decoded and parsed as a `T` (a number,
@@ -441,9 +457,15 @@ impl Request<'_> {
             .as_ref()
             .and_then(|params| params.get(self.path(), name))
             .ok_or_else(|| bad(format!("no parameter `{name}` in the route")))?;
-        let value = decode_component(raw).map_err(|e| bad(format!("`{name}` is {raw:?}: {e}")))?;
+        let value = decode(raw).map_err(|e| bad(format!("`{name}` is {raw:?}: {e}")))?;
         value.parse().map_err(|e| bad(format!("`{name}` is {value:?}: {e}")))
     }
+}
+
+/// A parameter's value percent-decoded (strictly, as
+/// [`Request::path_decoded`]); most have nothing to decode.
+fn decode(raw: &str) -> Result<Cow<'_, str>, Error> {
+    if raw.contains('%') { decode_component(raw) } else { Ok(Cow::Borrowed(raw)) }
 }
 
 #[cfg(test)]

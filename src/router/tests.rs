@@ -144,7 +144,19 @@ fn too_many_parameters_are_found_at_build() {
 
 #[test]
 fn names_in_patterns() {
-    assert_eq!(names_in("/a/{id}/b/{*rest}"), ["id", "rest"]);
-    assert_eq!(names_in("/{{literal}}/{x}"), ["x"]);
-    assert!(names_in("/plain").is_empty());
+    let names = |p| names(p).collect::<Vec<_>>();
+    assert_eq!(names("/a/{id}/b/{*rest}"), ["id", "rest"]);
+    assert_eq!(names("/{{literal}}/{x}"), ["x"]);
+    assert_eq!(names("/a}}/{x}/{{y}}"), ["x"]);
+    assert!(names("/plain").is_empty());
+}
+
+/// matchit gives a match's parameters in the pattern's order, which is how
+/// they are found by name.
+#[test]
+fn parameters_are_found_by_name_in_any_number() {
+    let app = Router::new().get("/{a}/{b}/{c}/x/{*d}", |req| {
+        ["a", "b", "c", "d"].map(|n| req.param(n).unwrap_or_default().into_owned()).join(",")
+    });
+    assert_eq!(TestRequest::get("/1/2/3/x/4/5").send(&app).text(), "1,2,3,4/5");
 }
