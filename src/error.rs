@@ -103,6 +103,22 @@ impl Error {
     }
 }
 
+/// A deserialisation error's message after the field it is about (none
+/// for an error of the whole, such as a missing field, whose message names
+/// it).
+#[cfg(any(feature = "json", feature = "forms"))]
+pub(crate) fn naming<E: fmt::Display>(e: &serde_path_to_error::Error<E>) -> String {
+    let (path, inner) = (e.path().to_string(), e.inner().to_string());
+    // `.`: the whole; `?`: a place not known yet (input that ended early);
+    // and a message that names the field already (an unknown field).
+    let last = path.rsplit('.').next().unwrap_or_default();
+    if path == "." || path == "?" || inner.contains(&format!("`{last}`")) {
+        inner
+    } else {
+        format!("`{path}`: {inner}")
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {

@@ -1,9 +1,12 @@
 //! JSON request and response bodies (feature `json`, serde_json).
 
+use std::fmt;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, naming};
+use crate::handler::IntoResponse;
 use crate::request::Request;
 use crate::response::Response;
 
@@ -32,8 +35,8 @@ impl Request<'_> {
     ///   before the body is read);
     /// - [`ErrorKind::BodyTooLarge`] (`413`) past the limit;
     /// - [`ErrorKind::BadRequest`] (`400`) for a body that is not JSON or
-    ///   does not fit `T` (the source is the `serde_json::Error`, with line
-    ///   and column);
+    ///   does not fit `T`: the message names the field (`` `items[2].qty`:
+    ///   invalid type: string "x", expected u32 at line 1 column 30``);
     /// - the other errors of [`Request::read_body`].
     pub fn json<T: DeserializeOwned>(&mut self) -> Result<T, Error> {
         self.json_within(usize::MAX)
@@ -50,7 +53,11 @@ impl Request<'_> {
             return Err(Error::new(ErrorKind::UnsupportedMediaType, "expected Content-Type: application/json"));
         }
         let body = self.read_body(limit)?;
-        serde_json::from_slice(&body).map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(e))
+        let mut json = serde_json::Deserializer::from_slice(&body);
+        let value = serde_path_to_error::deserialize(&mut json)
+            .map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(naming(&e)))?;
+        json.end().map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(e))?;
+        Ok(value)
     }
 }
 
@@ -75,6 +82,91 @@ impl Response {
                 resp
             }
         }
+    }
+}
+
+/// The error value of a JSON API's handlers, answered `{"error": message}`
+/// with its status: `?` on a request helper's [`Error`] gives that error's
+/// status and message, and [`JsonError::new`] or [`JsonError::internal`]
+/// make the others, so most handlers need no error type of their own.
+///
+/// ```
+/// # #[cfg(feature = "router")] {
+/// use httpool::{JsonError, Response, Router};
+///
+/// #[derive(serde::Deserialize)]
+/// struct NewNote {
+///     text: String,
+/// }
+///
+/// let app = Router::new().post("/notes", |req| {
+///     let note: NewNote = req.json()?; // 415, 413 or 400, as JSON
+///     if note.text.is_empty() {
+///         return Err(JsonError::new(422, "a note needs some text"));
+///     }
+///     Ok(Response::json(&serde_json::json!({ "text": note.text })).with_status(201))
+/// });
+/// # use httpool::test::TestRequest;
+/// let resp = TestRequest::post("/notes").header("Content-Type", "application/json").body(r#"{"text":""}"#).send(&app);
+/// assert_eq!((resp.status(), resp.text()), (422, r#"{"error":"a note needs some text"}"#));
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct JsonError {
+    status: u16,
+    message: String,
+}
+
+impl JsonError {
+    /// An error answered with `status` and `message`.
+    pub fn new(status: u16, message: impl fmt::Display) -> JsonError {
+        JsonError { status, message: message.to_string() }
+    }
+
+    /// A failure of the server's own (a database, a file): logged at
+    /// `error`, answered `500` with the reason phrase only, so nothing of
+    /// the server's internals reaches the client.
+    pub fn internal(error: impl fmt::Display) -> JsonError {
+        error!("handler failed: {error}; answering 500");
+        JsonError::new(500, "Internal Server Error")
+    }
+
+    /// The status answered.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The message answered.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// The request error's status and message ([`Error::status`]); a `5xx`
+/// is logged and answered with its reason phrase only.
+impl From<Error> for JsonError {
+    fn from(e: Error) -> JsonError {
+        match e.status() {
+            status @ 500.. => {
+                error!("handler failed: {e}; answering {status}");
+                JsonError::new(status, crate::status::reason(status))
+            }
+            status => JsonError::new(status, e),
+        }
+    }
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+impl IntoResponse for JsonError {
+    fn into_response(self) -> Response {
+        Response::json(&serde_json::json!({ "error": self.message })).with_status(self.status)
     }
 }
 
@@ -128,6 +220,38 @@ mod tests {
         assert_eq!(kind(post(json, r#"{"title":"long enough","done":true}"#), 10), ErrorKind::BodyTooLarge);
         let e = with_request(post(json, "{").as_bytes(), |req| req.json::<Todo>().unwrap_err());
         assert_eq!(e.to_string(), "invalid JSON body: EOF while parsing an object at line 1 column 1");
+        // A value that does not fit names its field.
+        let e =
+            with_request(post(json, r#"{"title":7,"done":true}"#).as_bytes(), |req| req.json::<Todo>().unwrap_err());
+        assert_eq!(
+            e.to_string(),
+            "invalid JSON body: `title`: invalid type: integer `7`, expected a string at line 1 column 10"
+        );
+        let e = with_request(post(json, r#"{"title":"x","done":true} 7"#).as_bytes(), |req| {
+            req.json::<Todo>().unwrap_err()
+        });
+        assert_eq!(e.to_string(), "invalid JSON body: trailing characters at line 1 column 27");
+    }
+
+    #[test]
+    fn json_errors_answer_as_json_with_their_status() {
+        let answer = |e: JsonError| {
+            let resp = e.into_response();
+            let body = match resp.body {
+                Payload::Owned(b) => String::from_utf8(b).unwrap(),
+                _ => panic!("not owned"),
+            };
+            (resp.status, body)
+        };
+        assert_eq!(answer(JsonError::new(404, "no note 7")), (404, r#"{"error":"no note 7"}"#.to_owned()));
+        assert_eq!(answer(JsonError::internal("disk full")), (500, r#"{"error":"Internal Server Error"}"#.to_owned()));
+        let unsupported = Error::new(ErrorKind::UnsupportedMediaType, "expected Content-Type: application/json");
+        assert_eq!(
+            answer(JsonError::from(unsupported)),
+            (415, r#"{"error":"expected Content-Type: application/json"}"#.to_owned())
+        );
+        let io = Error::from_body(std::io::Error::other("secret path /srv/db"));
+        assert_eq!(answer(JsonError::from(io)), (500, r#"{"error":"Internal Server Error"}"#.to_owned()));
     }
 
     #[test]

@@ -32,16 +32,22 @@
 //!   a reader ([`Response::reader`]), a stream written as it is sent
 //!   ([`Response::stream`], [`BodyWriter`]), or takes over the connection
 //!   ([`Response::upgrade`], [`Upgraded`]) for WebSocket and the like.
+//! - A [`Router`] (feature `router`, on by default) sends each method and
+//!   path pattern to a handler, with path parameters
+//!   ([`Request::param_as`]), `HEAD`, `404` and `405` answered, and state
+//!   shared by every handler ([`Router::with_state`]).
 //! - An application object implements [`Handler`] and runs with
 //!   [`Server::serve_handler`] ([`Handler`] says why closures and named
 //!   handlers have entry points of their own).
 //! - [`test`](mod@test) sends requests to a handler in memory, through the real
 //!   connection loop: [`test::TestRequest::get`]`("/").send(&handler)`.
 //! - Features: `log` (default: errors and client misbehaviour through the
-//!   `log` facade, and [`access_log`]), `tls` (HTTPS with rustls:
-//!   `Server::tls`), `http` (conversions to and from the `http` crate's
-//!   request and response), `json`, `cookies`, `compression` ([`compress`])
-//!   and `fs` ([`ServeDir`]).
+//!   `log` facade, and [`access_log`]), `router` (default: [`Router`]),
+//!   `tls` (HTTPS with rustls: `Server::tls`), `http` (conversions to and
+//!   from the `http` crate's request and response), `json` (bodies, and
+//!   `JsonError` for a JSON API's errors), `forms` (`Request::query_as`
+//!   and `Request::form_as`, into your types), `cookies`, `compression`
+//!   ([`compress`]) and `fs` ([`ServeDir`]).
 //!
 //! The [`guide`] has a cookbook, every limit and default, the protocol
 //! and security details and the platforms; ARCHITECTURE.md
@@ -78,6 +84,8 @@ mod http_interop;
 mod io;
 #[cfg(feature = "json")]
 mod json;
+#[cfg(feature = "json")]
+pub use json::JsonError;
 mod monitor;
 mod net;
 mod outbox;
@@ -100,6 +108,8 @@ mod sys;
 pub mod test;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "forms")]
+mod typed;
 mod upgrade;
 mod urlencoded;
 

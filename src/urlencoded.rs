@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind};
 use crate::request::Request;
 
 /// The media type of a form body.
-const FORM_TYPE: &str = "application/x-www-form-urlencoded";
+pub(crate) const FORM_TYPE: &str = "application/x-www-form-urlencoded";
 
 impl Request<'_> {
     /// The query's `name=value` pairs in order, percent-decoded, `+` read
