@@ -120,7 +120,19 @@ impl<H> Compress<H> {
     }
 
     fn plan(&self, req: &Request<'_>, resp: &Response) -> Plan {
-        let has_body = resp.status >= 200 && !matches!(resp.status, 204 | 206 | 304);
+        let no_transform = || resp.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("cache-control") && no_transform(v));
+        if resp.status == 206 {
+            // Part of the identity representation of what a client that
+            // accepts gzip gets whole and compressed: it varies on
+            // `Accept-Encoding` as the `200` does (RFC 9110 §12.5.5).
+            let whole = resp.header("content-range").and_then(|r| r.rsplit('/').next()?.trim().parse::<u64>().ok());
+            let varies = whole.is_some_and(|n| n >= self.min_bytes as u64)
+                && resp.content_type.as_deref().is_some_and(is_compressible)
+                && resp.header("content-encoding").is_none()
+                && !no_transform();
+            return if varies { Plan::VaryOnly } else { Plan::Leave };
+        }
+        let has_body = resp.status >= 200 && !matches!(resp.status, 204 | 304);
         let big_enough = match &resp.body {
             Payload::Reader { len, .. } => len.is_none_or(|n| n >= self.min_bytes as u64),
             body => body.in_memory().is_some_and(|b| b.len() >= self.min_bytes),
@@ -133,7 +145,7 @@ impl<H> Compress<H> {
             && resp.content_type.as_deref().is_some_and(is_compressible)
             && resp.header("content-encoding").is_none()
             && resp.header("content-range").is_none()
-            && !resp.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("cache-control") && no_transform(v));
+            && !no_transform();
         match eligible {
             false => Plan::Leave,
             true if accepts_gzip(req.header_all("accept-encoding")) => Plan::Compress,

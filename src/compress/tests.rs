@@ -174,6 +174,27 @@ fn answers_it_could_never_compress_are_left_alone() {
     }
 }
 
+/// A part of a page the client would get gzipped whole says it varies on
+/// `Accept-Encoding`, as the whole does; a part of what is never
+/// compressed does not.
+#[test]
+fn a_206_of_a_compressible_page_keeps_vary() {
+    let part = |total: u64, content_type: &'static str| {
+        move |_: &mut Request<'_>| {
+            Response::text("0123456789")
+                .with_status(206)
+                .with_content_type(content_type)
+                .with_header("Content-Range", format!("bytes 0-9/{total}"))
+        }
+    };
+    for accept in ["Accept-Encoding: gzip\r\n", ""] {
+        let resp = through(part(100_000, "text/html"), accept);
+        assert_eq!((resp.header("vary"), resp.header("content-encoding")), (Some("Accept-Encoding"), None), "{accept}");
+        assert_eq!(through(part(100_000, "image/png"), accept).header("vary"), None);
+        assert_eq!(through(part(99, "text/html"), accept).header("vary"), None, "too small to be compressed whole");
+    }
+}
+
 #[test]
 fn files_keep_sendfile() {
     let file = std::fs::File::open("LICENSE-MIT").unwrap();
