@@ -120,7 +120,8 @@ impl<H> Compress<H> {
     }
 
     fn plan(&self, req: &Request<'_>, resp: &Response) -> Plan {
-        let no_transform = || resp.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("cache-control") && no_transform(v));
+        let no_transform =
+            || resp.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("cache-control") && no_transform(v));
         if resp.status == 206 {
             // Part of the identity representation of what a client that
             // accepts gzip gets whole and compressed: it varies on

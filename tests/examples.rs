@@ -16,7 +16,7 @@ mod echo;
 #[path = "../examples/hello.rs"]
 mod hello;
 #[allow(dead_code)]
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "router"))]
 #[path = "../examples/http_router.rs"]
 mod http_router;
 #[allow(dead_code)]
@@ -24,6 +24,7 @@ mod http_router;
 #[path = "../examples/json_api.rs"]
 mod json_api;
 #[allow(dead_code)]
+#[cfg(feature = "router")]
 #[path = "../examples/routing.rs"]
 mod routing;
 #[allow(dead_code)]
@@ -86,11 +87,12 @@ fn shutdown_answers_while_it_runs() {
     assert_eq!((resp.status(), resp.text()), (200, "still here\n"));
 }
 
+#[cfg(feature = "router")]
 fn routing() -> TestServer<impl httpool::Handler> {
-    let app = routing::App::new().expect("routes");
-    TestServer::new(move |req| app.handle(req))
+    TestServer::from_handler(routing::app())
 }
 
+#[cfg(feature = "router")]
 #[test]
 fn routing_creates_reads_lists_and_deletes_users() {
     let app = routing();
@@ -107,15 +109,18 @@ fn routing_creates_reads_lists_and_deletes_users() {
     assert_eq!(app.send(TestRequest::delete("/users/1")).status(), 404);
 }
 
+#[cfg(feature = "router")]
 #[test]
-fn routing_answers_404_405_and_bad_names() {
+fn routing_answers_404_405_and_bad_ids() {
     let app = routing();
     let wrong = app.send(TestRequest::put("/users"));
-    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, HEAD, POST")));
+    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, POST, HEAD, OPTIONS")));
     let wrong = app.send(TestRequest::post("/users/1"));
-    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, HEAD, DELETE")));
+    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, DELETE, HEAD, OPTIONS")));
     assert_eq!(app.send(TestRequest::get("/nope")).status(), 404);
-    assert_eq!(app.send(TestRequest::get("/users/abc")).status(), 404);
+    let bad = app.send(TestRequest::get("/users/abc"));
+    assert_eq!(bad.status(), 400);
+    assert!(bad.text().contains("`id` is \"abc\""), "{}", bad.text());
     let empty = app.send(TestRequest::post("/users").body("  "));
     assert_eq!((empty.status(), empty.text()), (400, "the body must be a name\n"));
     // `?` on the body read: its errors answer as httpool::Error::status says.
@@ -316,11 +321,10 @@ fn websocket_accepts_the_handshake() {
     assert_eq!(resp.header("sec-websocket-accept"), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
 }
 
-#[cfg(feature = "http")]
+#[cfg(all(feature = "http", feature = "router"))]
 #[test]
 fn http_router_routes_http_crate_handlers() {
-    let router = http_router::router().expect("routes");
-    let app = TestServer::new(move |req| http_router::dispatch(&router, req));
+    let app = TestServer::from_handler(http_router::app());
     let user = app.send(TestRequest::get("/users/7"));
     assert_eq!((user.status(), user.text()), (200, "{\"id\":\"7\"}\n"));
     assert_eq!(user.header("content-type"), Some("application/json"));
