@@ -9,7 +9,7 @@
 //! curl -i http://127.0.0.1:8004/users/1                 # 200 alice
 //! curl -i http://127.0.0.1:8004/users/x                 # 400: `id` is not a number
 //! curl -i -X DELETE http://127.0.0.1:8004/users/1       # 204
-//! curl -i -X PUT http://127.0.0.1:8004/users            # 405, Allow: GET, POST, HEAD, OPTIONS
+//! curl -i -X PUT http://127.0.0.1:8004/users            # 405, Allow: GET, HEAD, POST, OPTIONS
 //! ```
 
 use std::collections::BTreeMap;

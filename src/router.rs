@@ -368,12 +368,15 @@ fn names(pattern: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The `Allow` value for `methods`: each once, `HEAD` after `GET` when it
-/// has no route of its own, `OPTIONS` last (the router answers it).
+/// The `Allow` value for `methods`: each once, in the order routed, `HEAD`
+/// right after `GET` when it has no route of its own, `OPTIONS` last (the
+/// router answers it).
 fn allow<S>(methods: &[(Box<str>, Route<S>)]) -> String {
     let mut names: Vec<&str> = methods.iter().map(|(m, _)| &**m).collect();
-    if names.contains(&"GET") && !names.contains(&"HEAD") {
-        names.push("HEAD");
+    if let Some(get) = names.iter().position(|m| *m == "GET") {
+        if !names.contains(&"HEAD") {
+            names.insert(get + 1, "HEAD");
+        }
     }
     if !names.contains(&"OPTIONS") {
         names.push("OPTIONS");

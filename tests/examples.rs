@@ -114,9 +114,9 @@ fn routing_creates_reads_lists_and_deletes_users() {
 fn routing_answers_404_405_and_bad_ids() {
     let app = routing();
     let wrong = app.send(TestRequest::put("/users"));
-    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, POST, HEAD, OPTIONS")));
+    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, HEAD, POST, OPTIONS")));
     let wrong = app.send(TestRequest::post("/users/1"));
-    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, DELETE, HEAD, OPTIONS")));
+    assert_eq!((wrong.status(), wrong.header("allow")), (405, Some("GET, HEAD, DELETE, OPTIONS")));
     assert_eq!(app.send(TestRequest::get("/nope")).status(), 404);
     let bad = app.send(TestRequest::get("/users/abc"));
     assert_eq!(bad.status(), 400);

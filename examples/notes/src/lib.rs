@@ -29,12 +29,12 @@
 //! library's checks for other targets do not need a C toolchain for them;
 //! its tests (`tests/notes.rs`) run with the library's in CI.
 
-use std::fmt::Display;
 use std::path::Path;
 
-use httpool::{IntoResponse, Request, Response, ServeDir};
+use httpool::router::State;
+use httpool::{JsonError, Request, Response, Router, ServeDir};
 use r2d2_sqlite::SqliteConnectionManager;
-use r2d2_sqlite::rusqlite::{self, OptionalExtension, params};
+use r2d2_sqlite::rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 /// Connections to the database: at most this many handlers query at once
@@ -66,49 +66,14 @@ struct NewNote {
     text: String,
 }
 
-/// An error, answered with its status: `{"error": message}`.
-#[derive(Debug)]
-pub struct ApiError {
-    status: u16,
-    message: String,
-}
+/// Errors are JSON: `{"error": message}` with their status. A request
+/// that cannot be read answers as `httpool::Error::status` says (`415`,
+/// `413`, `400`); the database failing, or no connection coming free in
+/// time, is a `503`; another failure of the server's own a `500` (logged).
+type Answer = Result<Response, JsonError>;
 
-impl ApiError {
-    fn new(status: u16, message: impl Display) -> ApiError {
-        ApiError { status, message: message.to_string() }
-    }
-}
-
-/// A body that could not be read: `415` for another `Content-Type`, `413`
-/// past the limit, `400` for a malformed one (`httpool::Error::status`).
-impl From<httpool::Error> for ApiError {
-    fn from(e: httpool::Error) -> ApiError {
-        ApiError::new(e.status(), e)
-    }
-}
-
-/// The database failed, or no connection came free in time: `503`.
-impl From<r2d2::Error> for ApiError {
-    fn from(e: r2d2::Error) -> ApiError {
-        ApiError::new(503, e)
-    }
-}
-
-impl From<rusqlite::Error> for ApiError {
-    fn from(e: rusqlite::Error) -> ApiError {
-        ApiError::new(500, e)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        Response::json(&serde_json::json!({ "error": self.message })).with_status(self.status)
-    }
-}
-
-/// `405` with the methods a path allows (`HEAD` wherever `GET` is).
-fn not_allowed(allow: &'static str) -> Result<Response, ApiError> {
-    Ok(ApiError::new(405, "method not allowed").into_response().with_header("Allow", allow))
+fn unavailable(e: r2d2::Error) -> JsonError {
+    JsonError::new(503, e)
 }
 
 impl Notes {
@@ -131,95 +96,78 @@ impl Notes {
         Ok(Notes { db, files: ServeDir::new(static_dir)?.strip_prefix("/static") })
     }
 
-    /// Every request: routes by method and path.
-    pub fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
-        let path = req.path().to_owned();
-        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let get = matches!(req.method(), "GET" | "HEAD");
-        match (req.method(), segments.as_slice()) {
-            (_, [""]) if get => self.page(),
-            (_, [""]) => not_allowed("GET, HEAD"),
-            ("POST", ["notes"]) => self.add_from_form(req),
-            (_, ["notes"]) => not_allowed("POST"),
-            (_, ["api", "notes"]) if get => self.list(req.query_param("q").as_deref()),
-            ("POST", ["api", "notes"]) => self.add(req),
-            (_, ["api", "notes"]) => not_allowed("GET, HEAD, POST"),
-            (method, ["api", "notes", id]) => {
-                let id: i64 = id.parse().map_err(|_| ApiError::new(400, format!("{id:?} is not a note id")))?;
-                match method {
-                    "GET" | "HEAD" => self.one(id),
-                    "DELETE" => self.delete(id),
-                    _ => not_allowed("GET, HEAD, DELETE"),
-                }
-            }
-            (_, ["static", ..]) => Ok(self.files.serve(req)),
-            _ => Err(ApiError::new(404, "not found")),
-        }
-    }
-
-    fn list(&self, search: Option<&str>) -> Result<Response, ApiError> {
-        Ok(Response::json(&self.query(search)?))
+    fn list(&self, req: &mut Request) -> Answer {
+        Ok(Response::json(&self.query(req.query_param("q").as_deref())?))
     }
 
     /// The newest notes, those containing `search` when given.
-    fn query(&self, search: Option<&str>) -> Result<Vec<Note>, ApiError> {
-        let db = self.db.get()?;
-        let mut stmt = db.prepare_cached(
-            "SELECT id, text, created FROM notes
+    fn query(&self, search: Option<&str>) -> Result<Vec<Note>, JsonError> {
+        let db = self.db.get().map_err(unavailable)?;
+        let mut stmt = db
+            .prepare_cached(
+                "SELECT id, text, created FROM notes
              WHERE ?1 IS NULL OR text LIKE '%' || ?1 || '%' ESCAPE '\\'
              ORDER BY id DESC LIMIT ?2",
-        )?;
+            )
+            .map_err(JsonError::internal)?;
         // `%` and `_` in the search are the user's, not wildcards.
         let search = search.map(|s| s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-        let rows =
-            stmt.query_map(params![search, PAGE], |r| Ok(Note { id: r.get(0)?, text: r.get(1)?, created: r.get(2)? }))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let rows = stmt
+            .query_map(params![search, PAGE], |r| Ok(Note { id: r.get(0)?, text: r.get(1)?, created: r.get(2)? }))
+            .map_err(JsonError::internal)?;
+        rows.collect::<Result<_, _>>().map_err(JsonError::internal)
     }
 
-    fn one(&self, id: i64) -> Result<Response, ApiError> {
-        let db = self.db.get()?;
+    fn one(&self, req: &mut Request) -> Answer {
+        let id = note_id(req)?;
+        let db = self.db.get().map_err(unavailable)?;
         let note = db
-            .prepare_cached("SELECT id, text, created FROM notes WHERE id = ?1")?
-            .query_row([id], |r| Ok(Note { id: r.get(0)?, text: r.get(1)?, created: r.get(2)? }))
-            .optional()?;
+            .prepare_cached("SELECT id, text, created FROM notes WHERE id = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([id], |r| Ok(Note { id: r.get(0)?, text: r.get(1)?, created: r.get(2)? })).optional()
+            })
+            .map_err(JsonError::internal)?;
         match note {
             Some(note) => Ok(Response::json(&note)),
-            None => Err(ApiError::new(404, format!("no note {id}"))),
+            None => Err(JsonError::new(404, format!("no note {id}"))),
         }
     }
 
-    fn insert(&self, text: &str) -> Result<Note, ApiError> {
+    fn insert(&self, text: &str) -> Result<Note, JsonError> {
         if text.trim().is_empty() {
-            return Err(ApiError::new(400, "a note needs some text"));
+            return Err(JsonError::new(400, "a note needs some text"));
         }
-        let db = self.db.get()?;
-        let note = db
-            .prepare_cached("INSERT INTO notes (text) VALUES (?1) RETURNING id, text, created")?
-            .query_row([text], |r| Ok(Note { id: r.get(0)?, text: r.get(1)?, created: r.get(2)? }))?;
-        Ok(note)
+        let db = self.db.get().map_err(unavailable)?;
+        db.prepare_cached("INSERT INTO notes (text) VALUES (?1) RETURNING id, text, created")
+            .and_then(|mut stmt| {
+                stmt.query_row([text], |r| Ok(Note { id: r.get(0)?, text: r.get(1)?, created: r.get(2)? }))
+            })
+            .map_err(JsonError::internal)
     }
 
-    fn add(&self, req: &mut Request) -> Result<Response, ApiError> {
+    fn add(&self, req: &mut Request) -> Answer {
         let new: NewNote = req.json_within(MAX_BODY)?;
         let note = self.insert(&new.text)?;
         let location = format!("/api/notes/{}", note.id);
         Ok(Response::json(&note).with_status(201).with_header("Location", location))
     }
 
-    fn add_from_form(&self, req: &mut Request) -> Result<Response, ApiError> {
-        let form = req.form_within(MAX_BODY)?;
-        self.insert(form.get("text").unwrap_or(""))?;
+    fn add_from_form(&self, req: &mut Request) -> Answer {
+        let form: NewNote = req.form_as_within(MAX_BODY)?;
+        self.insert(&form.text)?;
         Ok(Response::see_other("/"))
     }
 
-    fn delete(&self, id: i64) -> Result<Response, ApiError> {
-        match self.db.get()?.execute("DELETE FROM notes WHERE id = ?1", [id])? {
-            0 => Err(ApiError::new(404, format!("no note {id}"))),
+    fn delete(&self, req: &mut Request) -> Answer {
+        let id = note_id(req)?;
+        let db = self.db.get().map_err(unavailable)?;
+        match db.execute("DELETE FROM notes WHERE id = ?1", [id]).map_err(JsonError::internal)? {
+            0 => Err(JsonError::new(404, format!("no note {id}"))),
             _ => Ok(Response::status(204)),
         }
     }
 
-    fn page(&self) -> Result<Response, ApiError> {
+    fn page(&self, _req: &mut Request) -> Answer {
         let mut html = String::from(
             "<!doctype html><meta charset=utf-8><title>Notes</title>\
              <link rel=stylesheet href=/static/style.css><h1>Notes</h1>\
@@ -248,7 +196,29 @@ fn escape_into(html: &mut String, text: &str) {
     }
 }
 
+/// The `{id}` of the route, as a note id: `400` when it is not a number.
+fn note_id(req: &Request) -> Result<i64, JsonError> {
+    let id = req.param("id").unwrap_or_default();
+    id.parse().map_err(|_| JsonError::new(400, format!("{id:?} is not a note id")))
+}
+
+/// The routes: `HEAD` is answered by each `GET` route, another method on a
+/// known path gets `405` with `Allow` (JSON on `/api`), an unknown path
+/// `404`.
+pub fn routes(notes: Notes) -> Router<State<Notes>> {
+    Router::with_state(notes)
+        .get("/", |req, notes| notes.page(req))
+        .post("/notes", |req, notes| notes.add_from_form(req))
+        .get("/api/notes", |req, notes| notes.list(req))
+        .post("/api/notes", |req, notes| notes.add(req))
+        .get("/api/notes/{id}", |req, notes| notes.one(req))
+        .delete("/api/notes/{id}", |req, notes| notes.delete(req))
+        .route("GET", "/static/{*path}", |req, notes| notes.files.serve(req))
+        .fallback(|_req, _notes| JsonError::new(404, "not found"))
+        .method_not_allowed(|_req, _notes| JsonError::new(405, "method not allowed"))
+}
+
 /// The service as a server runs it: compressed, then logged.
 pub fn app(notes: Notes) -> impl httpool::Handler {
-    httpool::access_log(httpool::compress(move |req: &mut Request| notes.handle(req)))
+    httpool::access_log(httpool::compress(routes(notes)))
 }

@@ -54,10 +54,10 @@ fn notes_refuses_what_it_cannot_serve() {
     let plain = TestRequest::post("/api/notes").header("Content-Type", "text/plain").body("hi");
     assert_eq!(server.send(plain).status(), 415);
     for (req, allow) in [
-        (TestRequest::put("/api/notes/1"), "GET, HEAD, DELETE"),
-        (TestRequest::delete("/api/notes"), "GET, HEAD, POST"),
-        (TestRequest::post("/"), "GET, HEAD"),
-        (TestRequest::get("/notes"), "POST"),
+        (TestRequest::put("/api/notes/1"), "GET, HEAD, DELETE, OPTIONS"),
+        (TestRequest::delete("/api/notes"), "GET, HEAD, POST, OPTIONS"),
+        (TestRequest::post("/"), "GET, HEAD, OPTIONS"),
+        (TestRequest::get("/notes"), "POST, OPTIONS"),
     ] {
         let resp = server.send(req);
         assert_eq!((resp.status(), resp.header("allow")), (405, Some(allow)));
