@@ -40,11 +40,31 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 /// not in it. Wrap `httpool::compress` (feature `compression`) inside it,
 /// `access_log(compress(handler))`, to log the bytes actually sent.
 ///
+/// **The lines go to the `log` facade, which writes nothing until the
+/// program installs a logger** (`env_logger`, `simplelog`, a
+/// `log::Log` of its own); the level must let `info` through for
+/// [`ACCESS_LOG_TARGET`].
+///
 /// ```no_run
 /// use httpool::{Request, Response, Server};
 ///
+/// /// Every record to stderr (a program would rather use a logging crate).
+/// struct Stderr;
+///
+/// impl log::Log for Stderr {
+///     fn enabled(&self, metadata: &log::Metadata) -> bool {
+///         metadata.level() <= log::Level::Info
+///     }
+///     fn log(&self, record: &log::Record) {
+///         eprintln!("{}", record.args());
+///     }
+///     fn flush(&self) {}
+/// }
+///
 /// # fn main() -> std::io::Result<()> {
-/// // Any `log` logger; access lines are `info` under "httpool::access".
+/// log::set_logger(&Stderr).expect("the first logger");
+/// log::set_max_level(log::LevelFilter::Info);
+/// // A closure written straight into a wrapper needs its argument's type.
 /// Server::bind("127.0.0.1:8000")?.serve_handler(httpool::access_log(|_req: &mut Request| Response::text("hi\n")))
 /// # }
 /// ```
