@@ -22,6 +22,28 @@ fn question_mark(target: &str) -> Option<usize> {
     target.bytes().position(|b| b == b'?')
 }
 
+/// Where the path is in `target` (see [`Request::path`]). Targets are
+/// shorter than the head, whose offsets fit in `u32`.
+fn path_in(target: &str) -> (u32, u32) {
+    let end = question_mark(target).unwrap_or(target.len());
+    let start = if target.starts_with('/') { 0 } else { after_authority(target).unwrap_or(0).min(end) };
+    (start as u32, end as u32)
+}
+
+/// In an absolute-form target (`scheme://authority/path`), where the path
+/// begins: at the first `/` or `?` after the authority, or the end.
+fn after_authority(target: &str) -> Option<usize> {
+    let colon = target.find("://")?;
+    let scheme = target[..colon].as_bytes();
+    let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    if !is_scheme {
+        return None;
+    }
+    let authority = colon + 3;
+    Some(target[authority..].find(['/', '?']).map_or(target.len(), |at| authority + at))
+}
+
 /// The bytes at `(start, len)` of the head as text: httparse only accepts
 /// visible ASCII in the method and target.
 fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
@@ -39,8 +61,9 @@ pub struct Request<'a> {
     /// for them again and again).
     method: &'a str,
     target: &'a str,
-    /// Where the path ends in the target (at `?`, or its end).
-    path_end: u32,
+    /// Where the path is in the target: from its start (after the scheme
+    /// and authority of an absolute-form target) to `?` or the end.
+    path: (u32, u32),
     headers: Headers<'a>,
     peer: Peer,
     tls: bool,
@@ -65,8 +88,7 @@ impl<'a> Request<'a> {
             parsed,
             method,
             target,
-            // Targets are shorter than the head, whose offsets fit in `u32`.
-            path_end: question_mark(target).unwrap_or(target.len()) as u32,
+            path: path_in(target),
             headers: Headers::new(head, spans),
             peer,
             tls,
@@ -89,17 +111,24 @@ impl<'a> Request<'a> {
         self.target
     }
 
-    /// The path part of the target (before `?`), still percent-encoded.
+    /// The path part of the target (before `?`), still percent-encoded. Of
+    /// a target in absolute form (`http://example.com/a?b`, which clients
+    /// send to proxies and a server must accept, RFC 9112 §3.2.2), the path
+    /// after the authority: `/a` (`/` when it is empty).
     #[inline]
     pub fn path(&self) -> &str {
-        // `?` is ASCII: both sides of it are char boundaries.
-        &self.target[..self.path_end as usize]
+        let (start, end) = (self.path.0 as usize, self.path.1 as usize);
+        if start == end && start > 0 {
+            return "/";
+        }
+        // `?`, `/` and `:` are ASCII: each side of them is a char boundary.
+        &self.target[start..end]
     }
 
     /// The query part of the target (after `?`), if any.
     #[inline]
     pub fn query(&self) -> Option<&str> {
-        let end = self.path_end as usize;
+        let end = self.path.1 as usize;
         self.target.get(end + 1..).filter(|_| end < self.target.len())
     }
 
@@ -235,5 +264,40 @@ impl std::fmt::Debug for Request<'_> {
             .field("peer", &self.peer)
             .field("body", &self.body)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::request_fixture::with_request;
+
+    /// `(target, path, query)` as the request reads them.
+    fn parts(target: &str) -> (String, String, Option<String>) {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n");
+        with_request(raw.as_bytes(), |req| {
+            (req.target().to_owned(), req.path().to_owned(), req.query().map(str::to_owned))
+        })
+    }
+
+    #[test]
+    fn path_and_query_of_each_target_form() {
+        let expect = |path: &str, query: Option<&str>| (path.to_owned(), query.map(str::to_owned));
+        for (target, path, query) in [
+            ("/a/b?x=1&y", "/a/b", Some("x=1&y")),
+            ("/a?", "/a", Some("")),
+            ("/", "/", None),
+            // Absolute form, as sent to a proxy: the path after the authority.
+            ("http://example.com/a/b?x=1", "/a/b", Some("x=1")),
+            ("HTTPS://example.com:8443/", "/", None),
+            ("http://example.com", "/", None),
+            ("http://example.com?x", "/", Some("x")),
+            // Not a scheme: taken as it is.
+            ("*", "*", None),
+            ("/x://y", "/x://y", None),
+        ] {
+            let (t, p, q) = parts(target);
+            assert_eq!(t, target);
+            assert_eq!((p, q), expect(path, query), "{target}");
+        }
     }
 }

@@ -160,3 +160,12 @@ fn parameters_are_found_by_name_in_any_number() {
     });
     assert_eq!(TestRequest::get("/1/2/3/x/4/5").send(&app).text(), "1,2,3,4/5");
 }
+
+/// A target in absolute form (as a client sends to a proxy; a server must
+/// accept it, RFC 9112 §3.2.2) is routed by its path.
+#[test]
+fn an_absolute_form_target_is_routed_by_its_path() {
+    let resp = TestRequest::get("http://example.com/notes/5?x=1").send(&app());
+    assert_eq!((resp.status(), resp.text()), (200, "note 5\n"));
+    assert_eq!(TestRequest::get("http://example.com").send(&app()).text(), "home\n");
+}
