@@ -34,7 +34,7 @@ fn path_in(target: &str) -> (u32, u32) {
 /// begins: at the first `/` or `?` after the authority, or the end.
 fn after_authority(target: &str) -> Option<usize> {
     let colon = target.find("://")?;
-    let scheme = target[..colon].as_bytes();
+    let scheme = &target.as_bytes()[..colon];
     let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
         && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
     if !is_scheme {
