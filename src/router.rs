@@ -176,58 +176,20 @@ impl<T: Send + Sync + 'static> Router<State<T>> {
 /// The building methods, for a router without state (handlers take the
 /// request) and one with (handlers take the request and the state).
 macro_rules! building_methods {
-    ([$($arg:ident)?], $handler:ident, $call:expr) => {
-        /// Routes `GET` (and `HEAD`, unless it has a route of its own)
-        /// requests for `pattern` to `handler`.
-        pub fn get<F, R>(self, pattern: &'static str, handler: F) -> Self
-        where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
-            R: IntoResponse,
-        {
-            self.route("GET", pattern, handler)
-        }
-
-        /// Routes `POST` requests for `pattern` to `handler`.
-        pub fn post<F, R>(self, pattern: &'static str, handler: F) -> Self
-        where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
-            R: IntoResponse,
-        {
-            self.route("POST", pattern, handler)
-        }
-
-        /// Routes `PUT` requests for `pattern` to `handler`.
-        pub fn put<F, R>(self, pattern: &'static str, handler: F) -> Self
-        where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
-            R: IntoResponse,
-        {
-            self.route("PUT", pattern, handler)
-        }
-
-        /// Routes `PATCH` requests for `pattern` to `handler`.
-        pub fn patch<F, R>(self, pattern: &'static str, handler: F) -> Self
-        where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
-            R: IntoResponse,
-        {
-            self.route("PATCH", pattern, handler)
-        }
-
-        /// Routes `DELETE` requests for `pattern` to `handler`.
-        pub fn delete<F, R>(self, pattern: &'static str, handler: F) -> Self
-        where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
-            R: IntoResponse,
-        {
-            self.route("DELETE", pattern, handler)
-        }
+    ($args:tt, $handler:ident, $call:expr) => {
+        building_methods!(@verbs $args
+            get "GET" "Routes `GET` (and `HEAD`, unless it has a route of its own) requests for `pattern` to `handler`.",
+            post "POST" "Routes `POST` requests for `pattern` to `handler`.",
+            put "PUT" "Routes `PUT` requests for `pattern` to `handler`.",
+            patch "PATCH" "Routes `PATCH` requests for `pattern` to `handler`.",
+            delete "DELETE" "Routes `DELETE` requests for `pattern` to `handler`."
+        );
 
         /// Routes requests with `method` (any token, compared
         /// case-sensitively) for `pattern` to `handler`.
         pub fn route<F, R>(self, method: &str, pattern: &'static str, $handler: F) -> Self
         where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            F: Fn $args -> R + Send + Sync + 'static,
             R: IntoResponse,
         {
             self.add(Some(method), pattern, pattern, Box::new($call))
@@ -236,7 +198,7 @@ macro_rules! building_methods {
         /// Answers the requests no pattern matches (`404` by default).
         pub fn fallback<F, R>(mut self, $handler: F) -> Self
         where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            F: Fn $args -> R + Send + Sync + 'static,
             R: IntoResponse,
         {
             self.fallback = Some(Box::new($call));
@@ -247,21 +209,33 @@ macro_rules! building_methods {
         /// route (`405` by default); the router adds `Allow` to the answer.
         pub fn method_not_allowed<F, R>(mut self, $handler: F) -> Self
         where
-            F: Fn(&mut Request<'_>, $(&$arg)?) -> R + Send + Sync + 'static,
+            F: Fn $args -> R + Send + Sync + 'static,
             R: IntoResponse,
         {
             self.method_not_allowed = Some(Box::new($call));
             self
         }
     };
+    (@verbs $args:tt $($name:ident $method:literal $doc:literal),*) => {
+        $(
+            #[doc = $doc]
+            pub fn $name<F, R>(self, pattern: &'static str, handler: F) -> Self
+            where
+                F: Fn $args -> R + Send + Sync + 'static,
+                R: IntoResponse,
+            {
+                self.route($method, pattern, handler)
+            }
+        )*
+    };
 }
 
 impl Router<()> {
-    building_methods!([], handler, move |req: &mut Request<'_>, _: &()| handler(req).into_response());
+    building_methods!((&mut Request<'_>), handler, move |req: &mut Request<'_>, _: &()| handler(req).into_response());
 }
 
 impl<T: Send + Sync + 'static> Router<State<T>> {
-    building_methods!([T], handler, move |req: &mut Request<'_>, state: &State<T>| {
+    building_methods!((&mut Request<'_>, &T), handler, move |req: &mut Request<'_>, state: &State<T>| {
         handler(req, &state.0).into_response()
     });
 }
