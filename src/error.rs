@@ -23,6 +23,9 @@ pub enum ErrorKind {
     /// The request body's `Content-Type` is not the one the helper reads
     /// (or is missing): `415 Unsupported Media Type`.
     UnsupportedMediaType,
+    /// A mistake in the program, not the client's (a route parameter asked
+    /// for that its route does not have): `500 Internal Server Error`.
+    Internal,
     /// Any other I/O error; see [`Error::source`](std::error::Error::source).
     /// When it came from reading the request body (the client went away or
     /// was too slow), the server answers by itself (`408`, or closes): the
@@ -81,6 +84,7 @@ impl Error {
     /// | [`InvalidUtf8`](ErrorKind::InvalidUtf8) | `400 Bad Request` |
     /// | [`BadRequest`](ErrorKind::BadRequest) | `400 Bad Request` |
     /// | [`UnsupportedMediaType`](ErrorKind::UnsupportedMediaType) | `415 Unsupported Media Type` |
+    /// | [`Internal`](ErrorKind::Internal) | `500 Internal Server Error` |
     /// | [`Io`](ErrorKind::Io), the body read timed out | `408 Request Timeout` |
     /// | [`Io`](ErrorKind::Io), the body was malformed or cut short | `400 Bad Request` |
     /// | [`Io`](ErrorKind::Io), anything else | `500 Internal Server Error` |
@@ -94,6 +98,7 @@ impl Error {
             ErrorKind::BodyTooLarge => 413,
             ErrorKind::InvalidUtf8 | ErrorKind::BadRequest => 400,
             ErrorKind::UnsupportedMediaType => 415,
+            ErrorKind::Internal => 500,
             ErrorKind::Io => match self.io_source().map(io::Error::kind) {
                 Some(io::ErrorKind::TimedOut) => 408,
                 Some(io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) => 400,

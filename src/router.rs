@@ -39,11 +39,23 @@
 //!   method, to a [`Handler`] (a [`ServeDir`](crate::ServeDir), another
 //!   router).
 //!
-//! Routing a request allocates nothing: the match and its parameters (at
-//! most [`MAX_PARAMS`]) live in the request. Patterns are `&'static str`
-//! (string literals), so the parameters' names need no copy either.
+//! Routing a request allocates nothing (`tests/alloc.rs`): the match and
+//! its parameters live in the request, and patterns are `&'static str`
+//! (string literals), so the parameters' names need no copy. Patterns
+//! without parameters are found by their exact path and mounts by their
+//! prefix, before the matcher. Two cases make `matchit` allocate once per
+//! request: a route with more than three parameters (at most
+//! [`MAX_PARAMS`]), and a pattern with a static segment where another has a
+//! parameter (`/users/new/{x}` beside `/users/{id}`), which it must be able
+//! to come back from.
+//!
+//! A `{*rest}` parameter is decoded, `%2F` into `/` and `..` left as it
+//! is: never join it to a directory yourself (`/files/..%2F..%2Fetc%2Fpasswd`);
+//! mount a [`ServeDir`](crate::ServeDir), which refuses a way out of its
+//! root.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -84,6 +96,10 @@ impl<T> fmt::Debug for State<T> {
 /// parameters: mistakes in the program, found when the router is built.
 pub struct Router<S = ()> {
     state: S,
+    /// The patterns without parameters, by path.
+    exact: HashMap<Box<str>, usize>,
+    /// Mounted prefixes (without their last `/`), the longest first.
+    mounts: Vec<(Box<str>, usize)>,
     matcher: matchit::Router<usize>,
     paths: Vec<Path<S>>,
     fallback: Option<Route<S>>,
@@ -129,6 +145,8 @@ impl Router<()> {
     pub fn new() -> Router<()> {
         Router {
             state: (),
+            exact: HashMap::new(),
+            mounts: Vec::new(),
             matcher: matchit::Router::new(),
             paths: Vec::new(),
             fallback: None,
@@ -160,6 +178,8 @@ impl<T: Send + Sync + 'static> Router<State<T>> {
     pub fn with_state(state: T) -> Router<State<T>> {
         Router {
             state: State(state),
+            exact: HashMap::new(),
+            mounts: Vec::new(),
             matcher: matchit::Router::new(),
             paths: Vec::new(),
             fallback: None,
@@ -192,7 +212,7 @@ macro_rules! building_methods {
             F: Fn $args -> R + Send + Sync + 'static,
             R: IntoResponse,
         {
-            self.add(Some(method), pattern, pattern, Box::new($call))
+            self.add(method, pattern, Box::new($call))
         }
 
         /// Answers the requests no pattern matches (`404` by default).
@@ -244,7 +264,12 @@ impl<S: Send + Sync + 'static> Router<S> {
     /// Hands every request for `prefix` or below it (`prefix/...`), any
     /// method, to `handler`, which sees the whole path (a
     /// [`ServeDir`](crate::ServeDir) strips the prefix itself with
-    /// [`strip_prefix`](crate::ServeDir::strip_prefix)).
+    /// [`strip_prefix`](crate::ServeDir::strip_prefix)). A route of this
+    /// router for the same path goes first; for a method it has no route
+    /// for, the mount answers (not a `405`). The longest prefix wins.
+    ///
+    /// `handler` is any [`Handler`]; a closure written here needs its
+    /// argument's type (`|req: &mut Request| ...`).
     ///
     /// ```
     /// # #[cfg(feature = "fs")] {
@@ -256,34 +281,60 @@ impl<S: Send + Sync + 'static> Router<S> {
     ///     .mount("/static", ServeDir::new(&dir).unwrap().strip_prefix("/static"));
     /// # }
     /// ```
-    pub fn mount(self, prefix: &str, handler: impl Handler) -> Self {
+    pub fn mount(mut self, prefix: &str, handler: impl Handler) -> Self {
         let prefix = prefix.trim_end_matches('/');
-        let handler = std::sync::Arc::new(handler);
-        let (at, below) = (if prefix.is_empty() { "/" } else { prefix }, format!("{prefix}/{{*httpool_mounted}}"));
-        let (h1, h2) = (handler.clone(), handler);
-        self.add(None, at, "", Box::new(move |req: &mut Request<'_>, _: &S| h1.handle(req))).add(
-            None,
-            &below,
-            "",
-            Box::new(move |req: &mut Request<'_>, _: &S| h2.handle(req)),
-        )
+        assert!(prefix.is_empty() || prefix.starts_with('/'), "mount {prefix:?}: a prefix starts with /");
+        assert!(!prefix.contains(['{', '}']), "mount {prefix:?}: a prefix has no parameters");
+        assert!(self.mounts.iter().all(|(p, _)| &**p != prefix), "mount {prefix:?}: mounted twice");
+        let route: Route<S> = Box::new(move |req: &mut Request<'_>, _: &S| handler.handle(req));
+        let path = Path {
+            pattern: prefix.into(),
+            named_by: "",
+            params: 0,
+            methods: Vec::new(),
+            any: Some(route),
+            allow: String::new(),
+        };
+        self.paths.push(path);
+        self.mounts.push((prefix.into(), self.paths.len() - 1));
+        // The longest prefix first.
+        self.mounts.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+        self
     }
 
-    /// Adds a route for `pattern` (`named_by`: the same, when its
-    /// parameters are read by name): for `method`, or every method (a
-    /// mount) with `None`.
-    fn add(mut self, method: Option<&str>, pattern: &str, named_by: &'static str, route: Route<S>) -> Self {
-        let index = match self.paths.iter().position(|path| &*path.pattern == pattern) {
+    /// The mount whose prefix covers `path`, the longest first.
+    fn mount_for(&self, path: &str) -> Option<usize> {
+        let covers =
+            |prefix: &str| path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        self.mounts.iter().find(|(prefix, _)| covers(prefix)).map(|&(_, index)| index)
+    }
+
+    /// Adds a route for `method` and `pattern`.
+    fn add(mut self, method: &str, pattern: &'static str, route: Route<S>) -> Self {
+        assert!(pattern.starts_with('/'), "route {pattern:?}: a pattern starts with /");
+        let is_token = !method.is_empty() && method.bytes().all(crate::proto::is_tchar);
+        assert!(is_token, "route {pattern:?}: {method:?} is not a method");
+        let index = match self.paths.iter().position(|path| path.any.is_none() && &*path.pattern == pattern) {
             Some(index) => index,
             None => {
                 let params = names(pattern).count();
                 assert!(params <= MAX_PARAMS, "route {pattern:?}: more than {MAX_PARAMS} parameters");
-                if let Err(e) = self.matcher.insert(pattern, self.paths.len()) {
+                // A pattern without braces is found by its exact path, before
+                // the matcher, which would allocate to go back from a static
+                // segment beside a parameter (`/notes/new` beside
+                // `/notes/{id}`, anything beside a mount at `/`).
+                let inserted = if pattern.contains(['{', '}']) {
+                    self.matcher.insert(pattern, self.paths.len())
+                } else {
+                    self.exact.insert(pattern.into(), self.paths.len());
+                    Ok(())
+                };
+                if let Err(e) = inserted {
                     panic!("route {pattern:?}: {e}");
                 }
                 let path = Path {
                     pattern: pattern.into(),
-                    named_by,
+                    named_by: pattern,
                     params,
                     methods: Vec::new(),
                     any: None,
@@ -294,19 +345,8 @@ impl<S: Send + Sync + 'static> Router<S> {
             }
         };
         let path = &mut self.paths[index];
-        match method {
-            Some(method) => {
-                assert!(
-                    path.methods.iter().all(|(m, _)| &**m != method),
-                    "route {pattern:?}: {method} is routed twice"
-                );
-                path.methods.push((method.into(), route));
-            }
-            None => {
-                assert!(path.any.is_none(), "route {pattern:?}: mounted twice");
-                path.any = Some(route);
-            }
-        }
+        assert!(path.methods.iter().all(|(m, _)| &**m != method), "route {pattern:?}: {method} is routed twice");
+        path.methods.push((method.into(), route));
         path.allow = allow(&path.methods);
         self
     }
@@ -361,41 +401,74 @@ fn allow<S>(methods: &[(Box<str>, Route<S>)]) -> String {
 impl<S: Send + Sync + 'static> Handler for Router<S> {
     fn handle(&self, req: &mut Request<'_>) -> Response {
         let path = req.path();
-        let (index, params) = match self.matcher.at(path) {
-            Ok(found) => {
-                let entry = &self.paths[*found.value];
-                let mut params = RouteParams { pattern: entry.named_by, len: 0, spans: [(0, 0); MAX_PARAMS] };
-                // In the pattern's order, as `names` reads them.
-                for (i, (_, value)) in found.params.iter().enumerate().take(entry.params) {
-                    let start = value.as_ptr() as usize - path.as_ptr() as usize;
-                    params.spans[i] = (start as u32, (start + value.len()) as u32);
-                    params.len += 1;
+        let mut params = RouteParams { pattern: "", len: 0, spans: [(0, 0); MAX_PARAMS] };
+        let index = match self.exact.get(path) {
+            Some(&index) => index,
+            None => match self.matcher.at(path) {
+                Ok(found) => {
+                    let entry = &self.paths[*found.value];
+                    params.pattern = entry.named_by;
+                    // In the pattern's order, as `names` reads them.
+                    for (i, (_, value)) in found.params.iter().enumerate().take(entry.params) {
+                        let start = value.as_ptr() as usize - path.as_ptr() as usize;
+                        params.spans[i] = (start as u32, (start + value.len()) as u32);
+                        params.len += 1;
+                    }
+                    *found.value
                 }
-                (*found.value, params)
-            }
-            Err(_) => {
-                return match &self.fallback {
-                    Some(fallback) => fallback(req, &self.state),
-                    None => Response::text("Not Found\n").with_status(404),
-                };
-            }
+                Err(_) if req.target() == "*" && req.method() == "OPTIONS" => {
+                    // About the server as a whole (RFC 9110 §9.3.7).
+                    return Response::status(204).with_header("Allow", self.all_methods());
+                }
+                Err(_) => match self.mount_for(path) {
+                    Some(index) => index,
+                    None => {
+                        return match &self.fallback {
+                            Some(fallback) => fallback(req, &self.state),
+                            None => Response::text("Not Found\n").with_status(404),
+                        };
+                    }
+                },
+            },
         };
         let entry = &self.paths[index];
-        if params.len > 0 {
-            req.params = Some(params);
+        // Those of this route only (a router inside another sets its own).
+        if params.len > 0 || req.params.is_some() {
+            req.params = (params.len > 0).then_some(params);
         }
         let method = req.method();
-        if let Some(route) = Self::find(entry, method) {
+        // A route for the method, else a mount over the path.
+        let mounted = || self.mount_for(req.path()).and_then(|index| self.paths[index].any.as_ref());
+        if let Some(route) = Self::find(entry, method).or_else(mounted) {
             return route(req, &self.state);
         }
         if method == "OPTIONS" {
             return Response::status(204).with_header("Allow", entry.allow.clone());
         }
-        let answer = match &self.method_not_allowed {
+        let mut answer = match &self.method_not_allowed {
             Some(handler) => handler(req, &self.state),
             None => Response::text("Method Not Allowed\n").with_status(405),
         };
-        answer.with_header("Allow", entry.allow.clone())
+        if answer.header("allow").is_none() {
+            answer.set_header("Allow", entry.allow.clone());
+        }
+        answer
+    }
+}
+
+impl<S> Router<S> {
+    /// Every method routed anywhere, for `OPTIONS *`.
+    fn all_methods(&self) -> String {
+        let mut all: Vec<&str> = Vec::new();
+        for method in self.paths.iter().flat_map(|path| path.allow.split(", ")) {
+            if !all.contains(&method) {
+                all.push(method);
+            }
+        }
+        if all.is_empty() {
+            all.push("OPTIONS");
+        }
+        all.join(", ")
     }
 }
 
@@ -412,7 +485,10 @@ impl Request<'_> {
     /// decode to UTF-8 become U+FFFD.
     pub fn param(&self, name: &str) -> Option<Cow<'_, str>> {
         let raw = self.params.as_ref()?.get(self.path(), name)?;
-        Some(decode(raw).unwrap_or_else(|_| String::from_utf8_lossy(raw.as_bytes()).into_owned().into()))
+        if !raw.contains('%') {
+            return Some(Cow::Borrowed(raw));
+        }
+        Some(percent_encoding::percent_decode_str(raw).decode_utf8_lossy())
     }
 
     /// The parameter `name`, percent-decoded and parsed as a `T` (a number,
@@ -422,18 +498,19 @@ impl Request<'_> {
     ///
     /// [`ErrorKind::BadRequest`] (`400`) naming the parameter when it does
     /// not parse, or does not decode (a `%` without two hex digits, bytes
-    /// that are not UTF-8); also when the route has no such parameter.
+    /// that are not UTF-8); [`ErrorKind::Internal`] (`500`, logged) when the
+    /// route has no such parameter (a mistake in the program).
     pub fn param_as<T>(&self, name: &str) -> Result<T, Error>
     where
         T: FromStr,
         T::Err: fmt::Display,
     {
         let bad = |why: String| Error::new(ErrorKind::BadRequest, "bad path parameter").with_source(why);
-        let raw = self
-            .params
-            .as_ref()
-            .and_then(|params| params.get(self.path(), name))
-            .ok_or_else(|| bad(format!("no parameter `{name}` in the route")))?;
+        let Some(raw) = self.params.as_ref().and_then(|params| params.get(self.path(), name)) else {
+            // The program's mistake, not the client's.
+            error!("{} {}: the route has no parameter `{name}`; answering 500", self.method(), self.path());
+            return Err(Error::new(ErrorKind::Internal, "no such route parameter"));
+        };
         let value = decode(raw).map_err(|e| bad(format!("`{name}` is {raw:?}: {e}")))?;
         value.parse().map_err(|e| bad(format!("`{name}` is {value:?}: {e}")))
     }

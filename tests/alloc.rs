@@ -70,40 +70,57 @@ fn keep_alive_requests_allocate_nothing() {
     assert!(server.shutdown());
 }
 
-/// A request routed among 20 patterns to one with two parameters, which
-/// the handler reads (decoded and parsed): no allocation either.
+/// Requests routed among 20 patterns and a mount at `/`: to a route with
+/// two parameters, which the handler reads (decoded and parsed), to one with
+/// three, and to static routes beside a parameter; no allocation either.
+/// (matchit allocates to go back from a static segment beside a parameter,
+/// and for a fourth parameter: static patterns are found before it, and the
+/// documented bound for no allocation is three parameters.)
 #[cfg(feature = "router")]
 fn routed_requests_allocate_nothing() {
     let mut router = httpool::Router::new();
     for pattern in ROUTES {
         router = router.get(pattern, |_req| "other");
     }
-    let router = router.get("/users/{user}/notes/{id}", |req| {
-        let ok = req.param("user").as_deref() == Some("ann") && req.param_as::<u64>("id").is_ok_and(|id| id == 42);
-        // The client checks the status.
-        httpool::Response::text("Testolope").with_status(if ok { 200 } else { 500 })
-    });
+    let router = router
+        .get("/users/{user}/notes/{id}", |req| {
+            let ok = req.param("user").as_deref() == Some("ann") && req.param_as::<u64>("id").is_ok_and(|id| id == 42);
+            // The client checks the status.
+            httpool::Response::text("Testolope").with_status(if ok { 200 } else { 500 })
+        })
+        .get("/a/{x}/{y}/{z}", |_req| "Testolope")
+        .get("/notes/new", |_req| "Testolope")
+        .mount("/", |_req: &mut httpool::Request| "Testolope");
     let server = Server::bind("127.0.0.1:0").unwrap().workers(2).max_workers(2).spawn_handler(router).unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.set_nodelay(true).unwrap();
     let mut buf = [0u8; 1024];
-    let request = b"GET /users/ann/notes/42 HTTP/1.1\r\nHost: bench\r\n\r\n";
-    for _ in 0..3000 {
-        round_trip_to(&mut conn, &mut buf, request);
+    let requests: [&[u8]; 5] = [
+        b"GET /users/ann/notes/42 HTTP/1.1\r\nHost: bench\r\n\r\n",
+        b"GET /a/1/2/3 HTTP/1.1\r\nHost: bench\r\n\r\n",
+        b"GET /notes/new HTTP/1.1\r\nHost: bench\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nHost: bench\r\n\r\n",
+        b"GET /anything/else HTTP/1.1\r\nHost: bench\r\n\r\n",
+    ];
+    for request in requests {
+        for _ in 0..3000 {
+            round_trip_to(&mut conn, &mut buf, request);
+        }
+        let region = Region::new(GLOBAL);
+        for _ in 0..1000 {
+            round_trip_to(&mut conn, &mut buf, request);
+        }
+        let change = region.change();
+        let line = String::from_utf8_lossy(request).lines().next().unwrap_or_default().to_owned();
+        assert_eq!((change.allocations, change.reallocations), (0, 0), "{line}: {change:?}");
     }
-    let region = Region::new(GLOBAL);
-    for _ in 0..2000 {
-        round_trip_to(&mut conn, &mut buf, request);
-    }
-    let change = region.change();
-    assert_eq!((change.allocations, change.reallocations), (0, 0), "{change:?}");
     drop(conn);
     assert!(server.shutdown());
 }
 
 /// Other routes beside the one measured.
 #[cfg(feature = "router")]
-const ROUTES: [&str; 20] = [
+const ROUTES: [&str; 19] = [
     "/",
     "/about",
     "/login",
@@ -121,7 +138,6 @@ const ROUTES: [&str; 20] = [
     "/api/v1/notes",
     "/api/v1/notes/{id}",
     "/static/{*path}",
-    "/health",
     "/metrics",
     "/favicon.ico",
 ];

@@ -169,3 +169,73 @@ fn an_absolute_form_target_is_routed_by_its_path() {
     assert_eq!((resp.status(), resp.text()), (200, "note 5\n"));
     assert_eq!(TestRequest::get("http://example.com").send(&app()).text(), "home\n");
 }
+
+/// Found by review: each of these answered otherwise.
+#[test]
+fn review_findings_on_routes() {
+    // A mount takes its prefix with its slash (a directory's index).
+    let mounted = Router::new().mount("/static", |req: &mut Request<'_>| format!("mounted {}", req.path()));
+    for path in ["/static", "/static/", "/static/a/b"] {
+        assert_eq!(TestRequest::get(path).send(&mounted).text(), format!("mounted {path}"));
+    }
+    // A value that does not decode to UTF-8 is decoded, lossily.
+    let files = Router::new().get("/files/{*path}", |req| req.param("path").unwrap().into_owned());
+    assert_eq!(TestRequest::get("/files/a%20b%FF").send(&files).text(), "a b\u{FFFD}");
+    // `OPTIONS *` is about the whole server.
+    let resp = TestRequest::method("OPTIONS", "*").send(&app());
+    assert_eq!((resp.status(), resp.header("allow")), (204, Some("GET, HEAD, OPTIONS, DELETE, POST, PURGE")));
+    // A parameter the route does not have is the program's mistake: 500.
+    let typo = Router::new().get("/notes/{id}", |req| req.param_as::<u64>("note_id").map(|n| n.to_string()));
+    assert_eq!(TestRequest::get("/notes/7").send(&typo).status(), 500);
+    // A 405 handler's own Allow is kept, not doubled.
+    let own = Router::new()
+        .get("/", |_req| "home")
+        .method_not_allowed(|_req| Response::status(405).with_header("Allow", "GET"));
+    let resp = TestRequest::post("/").send(&own);
+    assert_eq!(resp.headers().iter().filter(|(n, _)| n.eq_ignore_ascii_case("allow")).count(), 1);
+    assert_eq!(resp.header("allow"), Some("GET"));
+}
+
+/// A router inside another sees its own route's parameters only.
+#[test]
+fn a_nested_router_sees_its_own_parameters() {
+    let inner = Router::new().get("/users/{id}/plain", |req| format!("{:?}", req.param("id")));
+    let outer = Router::new().mount("/users", inner);
+    assert_eq!(TestRequest::get("/users/7/plain").send(&outer).text(), "Some(\"7\")");
+    let inner = Router::new().get("/a/b", |req| format!("{:?}", req.param("x")));
+    let outer = Router::new().get("/{x}/b", move |req| inner.handle(req));
+    assert_eq!(TestRequest::get("/a/b").send(&outer).text(), "None");
+}
+
+#[test]
+#[should_panic(expected = "a pattern starts with /")]
+fn a_pattern_without_a_leading_slash_is_found_at_build() {
+    let _ = Router::new().get("notes", |_req| "");
+}
+
+#[test]
+#[should_panic(expected = "a prefix has no parameters")]
+fn a_mount_prefix_with_parameters_is_found_at_build() {
+    let _ = Router::new().mount("/users/{id}", |_req: &mut Request<'_>| "");
+}
+
+#[test]
+#[should_panic(expected = "is not a method")]
+fn an_empty_method_is_found_at_build() {
+    let _ = Router::new().route("", "/x", |_req| "");
+}
+
+/// A route goes first; a method it has no route for falls to a mount over
+/// its path rather than getting a 405; the longest prefix wins.
+#[test]
+fn routes_go_before_mounts_and_mounts_take_the_other_methods() {
+    let app = Router::new()
+        .get("/api/health", |_req| "routed")
+        .mount("/api", |req: &mut Request<'_>| format!("api {}", req.method()))
+        .mount("/api/v2", |_req: &mut Request<'_>| "v2");
+    assert_eq!(TestRequest::get("/api/health").send(&app).text(), "routed");
+    assert_eq!(TestRequest::post("/api/health").send(&app).text(), "api POST");
+    assert_eq!(TestRequest::get("/api/v2/x").send(&app).text(), "v2");
+    assert_eq!(TestRequest::get("/api/v2x").send(&app).text(), "api GET", "a prefix covers whole segments");
+    assert_eq!(TestRequest::get("/other").send(&app).status(), 404);
+}
