@@ -125,9 +125,15 @@ impl<H> Compress<H> {
         if resp.status == 206 {
             // Part of the identity representation of what a client that
             // accepts gzip gets whole and compressed: it varies on
-            // `Accept-Encoding` as the `200` does (RFC 9110 §12.5.5).
-            let whole = resp.header("content-range").and_then(|r| r.rsplit('/').next()?.trim().parse::<u64>().ok());
-            let varies = whole.is_some_and(|n| n >= self.min_bytes as u64)
+            // `Accept-Encoding` as the `200` does (RFC 9110 §12.5.5). Whether
+            // the whole would be compressed is judged by its type and size
+            // (`*`, unknown: as a stream, it would); a whole sent as a file
+            // is not compressed, so the part of a large file says `Vary`
+            // where its `200` does not, which costs a cache a little and
+            // misleads none.
+            let whole = resp.header("content-range").and_then(|r| r.rsplit('/').next()).map(str::trim);
+            let large = whole.is_some_and(|n| n == "*" || n.parse::<u64>().is_ok_and(|n| n >= self.min_bytes as u64));
+            let varies = large
                 && resp.content_type.as_deref().is_some_and(is_compressible)
                 && resp.header("content-encoding").is_none()
                 && !no_transform();

@@ -108,20 +108,18 @@ impl Error {
     }
 }
 
-/// A deserialisation error's message after the field it is about (none
-/// for an error of the whole, such as a missing field, whose message names
-/// it).
+/// A deserialisation error's message after the place it is about: `.` is
+/// the whole and `?` a place not known yet (input that ended early), so
+/// neither is written. The message of an unknown or duplicate field names
+/// that field, which is the path's last segment: the place is its parent
+/// (`items[1]: unknown field `bogus``); a missing field's path is already
+/// its parent's.
 #[cfg(any(feature = "json", feature = "forms"))]
 pub(crate) fn naming<E: fmt::Display>(e: &serde_path_to_error::Error<E>) -> String {
     let (path, inner) = (e.path().to_string(), e.inner().to_string());
-    // `.`: the whole; `?`: a place not known yet (input that ended early);
-    // and a message that names the field already (an unknown field).
-    let last = path.rsplit('.').next().unwrap_or_default();
-    if path == "." || path == "?" || inner.contains(&format!("`{last}`")) {
-        inner
-    } else {
-        format!("`{path}`: {inner}")
-    }
+    let names_itself = inner.starts_with("unknown field") || inner.starts_with("duplicate field");
+    let place = if names_itself { path.rfind(['.', '[']).map_or("", |at| &path[..at]) } else { &path };
+    if place.is_empty() || place == "." || place == "?" { inner } else { format!("`{place}`: {inner}") }
 }
 
 impl fmt::Display for Error {

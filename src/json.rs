@@ -118,8 +118,14 @@ pub struct JsonError {
 }
 
 impl JsonError {
-    /// An error answered with `status` and `message`.
+    /// An error answered with `status` and `message`. A status that is
+    /// not an error's (outside `400..=599`) is a mistake in the program:
+    /// logged, and answered `500`.
     pub fn new(status: u16, message: impl fmt::Display) -> JsonError {
+        if !(400..=599).contains(&status) {
+            error!("JsonError::new({status}, ..): not an error status; answering 500");
+            return JsonError { status: 500, message: crate::status::reason(500).to_owned() };
+        }
         JsonError { status, message: message.to_string() }
     }
 
@@ -231,6 +237,40 @@ mod tests {
             req.json::<Todo>().unwrap_err()
         });
         assert_eq!(e.to_string(), "invalid JSON body: trailing characters at line 1 column 27");
+        // An unknown field inside a nested value keeps its place; a quoted
+        // value that happens to be the field's name does not hide it.
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Line {
+            qty: u32,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Order {
+            items: Vec<Line>,
+            sort: Sort,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        enum Sort {
+            Sort,
+            Date,
+        }
+        let order =
+            |body: &str| with_request(post(json, body).as_bytes(), |req| req.json::<Order>().unwrap_err().to_string());
+        assert_eq!(
+            order(r#"{"items":[{"qty":1},{"qty":2,"bogus":3}],"sort":"date"}"#),
+            "invalid JSON body: `items[1]`: unknown field `bogus`, expected `qty` at line 1 column 36"
+        );
+        assert_eq!(
+            order(r#"{"items":[],"sort":"size"}"#),
+            "invalid JSON body: `sort`: unknown variant `size`, expected `sort` or `date` at line 1 column 25"
+        );
+        assert_eq!(
+            order(r#"{"items":[{}],"sort":"date"}"#),
+            "invalid JSON body: `items[0]`: missing field `qty` at line 1 column 12"
+        );
     }
 
     #[test]
@@ -244,6 +284,7 @@ mod tests {
             (resp.status, body)
         };
         assert_eq!(answer(JsonError::new(404, "no note 7")), (404, r#"{"error":"no note 7"}"#.to_owned()));
+        assert_eq!(answer(JsonError::new(200, "fine")), (500, r#"{"error":"Internal Server Error"}"#.to_owned()));
         assert_eq!(answer(JsonError::internal("disk full")), (500, r#"{"error":"Internal Server Error"}"#.to_owned()));
         let unsupported = Error::new(ErrorKind::UnsupportedMediaType, "expected Content-Type: application/json");
         assert_eq!(

@@ -1,7 +1,9 @@
 //! A query string or a form body into a type of the application's
 //! (feature `forms`): serde over the same `application/x-www-form-urlencoded`
-//! decoding as [`Request::query_pairs`] and [`Request::form`], and a `400`
-//! that names the field when a value does not fit.
+//! decoding as [`Request::query_pairs`] and [`Request::form`], as HTML forms
+//! send them (`serde_html_form`: a name repeated, as by a multiple select or
+//! same-named checkboxes, fills a `Vec`; an empty value is `None` for an
+//! `Option`), and a `400` that names the field when a value does not fit.
 
 use serde::de::DeserializeOwned;
 
@@ -12,7 +14,8 @@ use crate::urlencoded::FORM_TYPE;
 impl Request<'_> {
     /// The query string (empty when there is none) as a `T`: each field
     /// from the pair of its name, parsed as its type; `Option` fields may
-    /// be missing, and `#[serde(default)]` works as usual.
+    /// be missing or empty, a `Vec` takes every pair of its name, and
+    /// `#[serde(default)]` works as usual.
     ///
     /// ```
     /// # #[cfg(feature = "router")] {
@@ -79,7 +82,7 @@ impl Request<'_> {
 
 /// `bytes` (`name=value&...`) as a `T`; an error says which field.
 fn decode<T: DeserializeOwned>(bytes: &[u8], context: &'static str) -> Result<T, Error> {
-    let pairs = serde_urlencoded::Deserializer::new(form_urlencoded::parse(bytes));
+    let pairs = serde_html_form::Deserializer::from_bytes(bytes);
     serde_path_to_error::deserialize(pairs)
         .map_err(|e| Error::new(ErrorKind::BadRequest, context).with_source(naming(&e)))
 }
@@ -97,6 +100,8 @@ mod tests {
         page: Option<u32>,
         #[serde(default)]
         exact: bool,
+        #[serde(default)]
+        tag: Vec<String>,
     }
 
     fn answer(result: Result<Page, crate::Error>) -> Response {
@@ -117,8 +122,14 @@ mod tests {
     #[test]
     fn a_query_into_a_type_with_optional_and_default_fields() {
         let text = |target| TestRequest::get(target).send(&query).text().to_owned();
-        assert_eq!(text("/?q=rust+http&page=2&exact=true"), r#"Page { q: "rust http", page: Some(2), exact: true }"#);
-        assert_eq!(text("/?q=caf%C3%A9"), r#"Page { q: "café", page: None, exact: false }"#);
+        assert_eq!(
+            text("/?q=rust+http&page=2&exact=true"),
+            r#"Page { q: "rust http", page: Some(2), exact: true, tag: [] }"#
+        );
+        assert_eq!(text("/?q=caf%C3%A9"), r#"Page { q: "café", page: None, exact: false, tag: [] }"#);
+        // As HTML forms send them: a repeated name, an empty field.
+        assert_eq!(text("/?q=x&tag=a&tag=b&page="), r#"Page { q: "x", page: None, exact: false, tag: ["a", "b"] }"#);
+        assert_eq!(text("/?q=x&tag=a"), r#"Page { q: "x", page: None, exact: false, tag: ["a"] }"#);
     }
 
     #[test]
@@ -135,11 +146,14 @@ mod tests {
     fn a_form_into_a_type() {
         let post =
             |body: &str| TestRequest::post("/").header("Content-Type", "application/x-www-form-urlencoded").body(body);
-        assert_eq!(post("q=a+b&page=3").send(&form).text(), r#"Page { q: "a b", page: Some(3), exact: false }"#);
+        assert_eq!(
+            post("q=a+b&page=3").send(&form).text(),
+            r#"Page { q: "a b", page: Some(3), exact: false, tag: [] }"#
+        );
         let bad = post("q=a&exact=maybe").send(&form);
         assert_eq!(
             (bad.status(), bad.text()),
-            (400, "400 bad form: `exact`: provided string was not `true` or `false`")
+            (400, r#"400 bad form: `exact`: invalid value: string "maybe", expected "true", "on" or "false""#)
         );
         assert_eq!(post(&"q=x".repeat(30)).send(&form).status(), 413, "past the limit");
         let json = TestRequest::post("/").header("Content-Type", "application/json").body("{}").send(&form);

@@ -200,6 +200,12 @@ fn mode_child() {
         println!("STOPPED");
     }
     wait_for_parent();
+    // The signal may be delivered to another thread of the process, and
+    // its handler run after the parent's line arrives: wait for it.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while mode == "own" && !handled.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
     if handled.load(Ordering::SeqCst) {
         println!("HANDLED");
     }

@@ -193,6 +193,9 @@ fn a_206_of_a_compressible_page_keeps_vary() {
         assert_eq!(through(part(100_000, "image/png"), accept).header("vary"), None);
         assert_eq!(through(part(99, "text/html"), accept).header("vary"), None, "too small to be compressed whole");
     }
+    let unknown =
+        |_: &mut Request<'_>| Response::text("0123456789").with_status(206).with_header("Content-Range", "bytes 0-9/*");
+    assert_eq!(through(unknown, "").header("vary"), Some("Accept-Encoding"), "a whole of unknown length would be");
 }
 
 #[test]
