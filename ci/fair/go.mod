@@ -1,0 +1,3 @@
+module fair
+
+go 1.21
