@@ -1,8 +1,7 @@
-// ci/fair: closed-loop keep-alive load that records each connection's share
-// and every request's latency (BENCHMARKS.md, "SCHED_BATCH and the tail").
 // Closed-loop keep-alive load, N connections for D seconds, recording each
 // connection's request count and every request's latency: how fairly a
-// server at saturation shares its time among connections.
+// server at saturation shares its time among connections (BENCHMARKS.md,
+// "SCHED_BATCH and the tail at saturation").
 package main
 
 import (
@@ -60,7 +59,7 @@ func main() {
 				}
 				if n > 0 {
 					buf := make([]byte, n)
-					if _, err := io_ReadFull(r, buf); err != nil {
+					if _, err := readFull(r, buf); err != nil {
 						return
 					}
 				}
@@ -99,7 +98,7 @@ func main() {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func io_ReadFull(r *bufio.Reader, b []byte) (int, error) {
+func readFull(r *bufio.Reader, b []byte) (int, error) {
 	n := 0
 	for n < len(b) {
 		m, err := r.Read(b[n:])
