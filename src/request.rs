@@ -22,26 +22,22 @@ fn question_mark(target: &str) -> Option<usize> {
     target.bytes().position(|b| b == b'?')
 }
 
-/// Where the path is in `target` (see [`Request::path`]). Targets are
-/// shorter than the head, whose offsets fit in `u32`.
-fn path_in(target: &str) -> (u32, u32) {
-    let end = question_mark(target).unwrap_or(target.len());
-    let start = if target.starts_with('/') { 0 } else { after_authority(target).unwrap_or(0).min(end) };
-    (start as u32, end as u32)
-}
-
-/// In an absolute-form target (`scheme://authority/path`), where the path
-/// begins: at the first `/` or `?` after the authority, or the end.
-fn after_authority(target: &str) -> Option<usize> {
-    let colon = target.find("://")?;
+/// The path of a target (before its query) that does not start with `/`:
+/// of an absolute-form one (`scheme://authority/path`), the path after the
+/// authority (`/` when empty); any other (`*`, an authority) as it is.
+#[cold]
+fn absolute_path(target: &str) -> &str {
+    let Some(colon) = target.find("://") else { return target };
     let scheme = &target.as_bytes()[..colon];
     let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
         && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
     if !is_scheme {
-        return None;
+        return target;
     }
-    let authority = colon + 3;
-    Some(target[authority..].find(['/', '?']).map_or(target.len(), |at| authority + at))
+    match target[colon + 3..].find('/') {
+        Some(at) => &target[colon + 3 + at..],
+        None => "/",
+    }
 }
 
 /// The bytes at `(start, len)` of the head as text: httparse only accepts
@@ -61,9 +57,9 @@ pub struct Request<'a> {
     /// for them again and again).
     method: &'a str,
     target: &'a str,
-    /// Where the path is in the target: from its start (after the scheme
-    /// and authority of an absolute-form target) to `?` or the end.
-    path: (u32, u32),
+    /// Where the path ends in the target (at `?`, or its end). Targets are
+    /// shorter than the head, whose offsets fit in `u32`.
+    path_end: u32,
     headers: Headers<'a>,
     peer: Peer,
     tls: bool,
@@ -88,7 +84,7 @@ impl<'a> Request<'a> {
             parsed,
             method,
             target,
-            path: path_in(target),
+            path_end: question_mark(target).unwrap_or(target.len()) as u32,
             headers: Headers::new(head, spans),
             peer,
             tls,
@@ -117,18 +113,15 @@ impl<'a> Request<'a> {
     /// after the authority: `/a` (`/` when it is empty).
     #[inline]
     pub fn path(&self) -> &str {
-        let (start, end) = (self.path.0 as usize, self.path.1 as usize);
-        if start == end && start > 0 {
-            return "/";
-        }
         // `?`, `/` and `:` are ASCII: each side of them is a char boundary.
-        &self.target[start..end]
+        let path = &self.target[..self.path_end as usize];
+        if path.starts_with('/') { path } else { absolute_path(path) }
     }
 
     /// The query part of the target (after `?`), if any.
     #[inline]
     pub fn query(&self) -> Option<&str> {
-        let end = self.path.1 as usize;
+        let end = self.path_end as usize;
         self.target.get(end + 1..).filter(|_| end < self.target.len())
     }
 
