@@ -108,10 +108,9 @@ pub struct Router<S = ()> {
 
 /// One pattern and its routes.
 struct Path<S> {
-    pattern: Box<str>,
-    /// The pattern, when it names the parameters a handler reads (not a
-    /// mount's).
-    named_by: &'static str,
+    /// The pattern, which names the parameters a handler reads; empty for
+    /// a mount (its prefix is in `Router::mounts`).
+    pattern: &'static str,
     /// How many parameters it has.
     params: usize,
     methods: Vec<(Box<str>, Route<S>)>,
@@ -287,14 +286,7 @@ impl<S: Send + Sync + 'static> Router<S> {
         assert!(!prefix.contains(['{', '}']), "mount {prefix:?}: a prefix has no parameters");
         assert!(self.mounts.iter().all(|(p, _)| &**p != prefix), "mount {prefix:?}: mounted twice");
         let route: Route<S> = Box::new(move |req: &mut Request<'_>, _: &S| handler.handle(req));
-        let path = Path {
-            pattern: prefix.into(),
-            named_by: "",
-            params: 0,
-            methods: Vec::new(),
-            any: Some(route),
-            allow: String::new(),
-        };
+        let path = Path { pattern: "", params: 0, methods: Vec::new(), any: Some(route), allow: String::new() };
         self.paths.push(path);
         self.mounts.push((prefix.into(), self.paths.len() - 1));
         // The longest prefix first.
@@ -314,7 +306,7 @@ impl<S: Send + Sync + 'static> Router<S> {
         assert!(pattern.starts_with('/'), "route {pattern:?}: a pattern starts with /");
         let is_token = !method.is_empty() && method.bytes().all(crate::proto::is_tchar);
         assert!(is_token, "route {pattern:?}: {method:?} is not a method");
-        let index = match self.paths.iter().position(|path| path.any.is_none() && &*path.pattern == pattern) {
+        let index = match self.paths.iter().position(|path| path.pattern == pattern) {
             Some(index) => index,
             None => {
                 let params = names(pattern).count();
@@ -332,14 +324,7 @@ impl<S: Send + Sync + 'static> Router<S> {
                 if let Err(e) = inserted {
                     panic!("route {pattern:?}: {e}");
                 }
-                let path = Path {
-                    pattern: pattern.into(),
-                    named_by: pattern,
-                    params,
-                    methods: Vec::new(),
-                    any: None,
-                    allow: String::new(),
-                };
+                let path = Path { pattern, params, methods: Vec::new(), any: None, allow: String::new() };
                 self.paths.push(path);
                 self.paths.len() - 1
             }
@@ -407,7 +392,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
             None => match self.matcher.at(path) {
                 Ok(found) => {
                     let entry = &self.paths[*found.value];
-                    params.pattern = entry.named_by;
+                    params.pattern = entry.pattern;
                     // In the pattern's order, as `names` reads them.
                     for (i, (_, value)) in found.params.iter().enumerate().take(entry.params) {
                         let start = value.as_ptr() as usize - path.as_ptr() as usize;
