@@ -188,6 +188,9 @@ struct Turn {
     bytes: usize,
     /// The last read emptied the socket: parking is safe.
     dry: bool,
+    /// The last read began once the shutdown was seen: a socket it found
+    /// empty held nothing sent before the shutdown began.
+    read_stopping: bool,
 }
 
 impl Turn {
@@ -215,7 +218,10 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             Parsed::Head(head) => head,
             Parsed::More => match read_more(conn, io, cx, &mut turn) {
                 Read::Got => continue,
-                Read::Dry => return park(conn, io, cx),
+                Read::Dry => match park(conn, io, cx, &mut turn) {
+                    Some(next) => return next,
+                    None => continue,
+                },
                 Read::Closed => return end_of_input(conn, io, cx),
                 Read::Stop(next) => return next,
             },
@@ -241,7 +247,10 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         // A client that waits for each answer has not sent its next request
         // yet: after a read that emptied the socket, park at once.
         if !conn.has_unparsed() && turn.dry {
-            return park(conn, io, cx);
+            match park(conn, io, cx, &mut turn) {
+                Some(next) => return next,
+                None => continue,
+            }
         }
         if turn.is_spent() {
             return match send_before_going_on(conn, io, cx) {
@@ -433,6 +442,7 @@ fn read_more<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut
         // `max_head_bytes` and refused before this read.
         return Read::Stop(refuse(conn, io, cx, ParseError::HeadTooLarge));
     }
+    turn.read_stopping = cx.is_stopping();
     match now(|| io.read(space)) {
         Ok(Some(0)) => Read::Closed,
         Ok(Some(n)) => {
@@ -587,16 +597,30 @@ fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Ne
     next
 }
 
-fn park<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+/// Parks a connection whose socket was read dry; `None`: read it once more
+/// first.
+fn park<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    turn: &mut Turn,
+) -> Option<Next> {
     // At shutdown an idle connection closes instead — like any close after
-    // an answer, lingering if the client already sent more.
+    // an answer, lingering if the client already sent more. But only after
+    // a read that began once the shutdown was seen: a request that arrived
+    // after the last read but before the shutdown began was sent before it,
+    // and must be served, not met by the end of stream (`close_idle`).
     if conn.when_dry(cx.config, cx.drain()) == Dry::Close {
-        return close_idle(conn, io, cx);
+        if !turn.read_stopping {
+            turn.dry = false;
+            return None;
+        }
+        return Some(close_idle(conn, io, cx));
     }
-    match send_queued(conn, io, cx, Then::KeepAlive) {
+    Some(match send_queued(conn, io, cx, Then::KeepAlive) {
         Flushed::All | Flushed::Held => pause(conn, cx, Next::Park),
         Flushed::Failed => pause(conn, cx, Next::Close),
-    }
+    })
 }
 
 /// Answers a request the parser refused, and closes.

@@ -48,6 +48,10 @@ pub(crate) struct Script {
     pub(crate) spurious: u32,
     /// How long each wait for input was allowed to take.
     pub(crate) waits: Vec<Duration>,
+    /// At the next read that would block, once it has found nothing: the
+    /// next chunk arrives and then this shutdown begins, both before the
+    /// worker looks at the stop flag (a read that takes long, as under Wine).
+    pub(crate) stop_after_dry_read: Option<std::sync::Arc<crate::http1::Stop>>,
 }
 
 impl Script {
@@ -97,6 +101,10 @@ impl Read for Script {
                 return Ok(0);
             }
             self.disarmed = false;
+            if let Some(stop) = self.stop_after_dry_read.take() {
+                self.arrive();
+                stop.set();
+            }
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let n = buf.len().min(self.current.len());
