@@ -41,37 +41,46 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 if [[ $what == all || $what == test ]]; then
     echo "== clippy for $target"
     cargo clippy --target "$target" --all-targets --all-features -- -D warnings
-    # The tests that fail are run again, up to twice, and reported loudly:
-    # a test that fails three times fails the run. Under Wine two have
-    # failed now and then and passed when run again (issue 21): on
-    # 2026-11-25 tests/pool.rs with_every_thread_blocked_new_clients_get_
-    # backpressure_not_threads (once in three clean-clone runs, not
-    # reproduced in 150 since), and tests/no_request_lost.rs
-    # repeated_shutdowns_lose_no_request_sent_before_them (one request of
-    # some 4,700 answered with end of file, in 3 of about 12 suite runs; never
-    # on Linux).
+    # Every test target runs (--no-fail-fast); a target that failed is run
+    # again whole, up to twice, and reported loudly: a target that fails
+    # three times fails the run. A target fails under Wine now and then
+    # without a fault of the crate's (issue 21, 2026-11-25): Wine's client
+    # lost its server once ("wine client error:0: recvmsg: Connection reset
+    # by peer", tests/examples.rs, all features), and tests/pool.rs
+    # with_every_thread_blocked_new_clients_get_backpressure_not_threads
+    # failed once in three clean-clone runs (not reproduced in 150 since).
+    # tests/no_request_lost.rs repeated_shutdowns_lose_no_request_sent_
+    # before_them failed too, 1 run in 8: a server bug that Wine's slow
+    # reads exposed (fixed in e4f1c2f; 0 failures in 80 runs since).
     suite() {
-        local log attempt
-        local -a names
+        local log attempt target_args
+        local -a failed
         log=$(mktemp)
-        if cargo test --target "$target" "$@" 2>&1 | tee "$log"; then
+        if cargo test --target "$target" --no-fail-fast "$@" 2>&1 | tee "$log"; then
             return 0
         fi
-        mapfile -t names < <(sed -nE 's/^test (.*) \.\.\. FAILED$/\1/p' "$log" | sort -u)
-        if ((${#names[@]} == 0)); then
-            echo "windows: the suite failed, not a test (a build?)" >&2
+        # cargo names each failed target the way it is run again:
+        # "error: test failed, to rerun pass `--test pool`".
+        mapfile -t failed < <(sed -nE 's/^error: test failed, to rerun pass `(.*)`$/\1/p' "$log" | sort -u)
+        if ((${#failed[@]} == 0)); then
+            echo "windows: the suite failed, not a test target (a build?)" >&2
             return 1
         fi
-        echo "windows: FLAKY? these failed under Wine:" >&2
-        printf '  %s\n' "${names[@]}" >&2
-        for attempt in 2 3; do
-            echo "windows: running them again, attempt $attempt of 3" >&2
-            if cargo test --target "$target" "$@" -- --exact "${names[@]}"; then
-                echo "windows: FLAKY: they passed at attempt $attempt; the failures above happened before" >&2
-                return 0
-            fi
+        echo "windows: FLAKY? these test targets failed under Wine:" >&2
+        printf '  %s\n' "${failed[@]}" >&2
+        sed -nE 's/^test (.*) \.\.\. FAILED$/  failed: \1/p' "$log" | sort -u >&2
+        for target_args in "${failed[@]}"; do
+            for attempt in 2 3; do
+                echo "windows: running $target_args again, attempt $attempt of 3" >&2
+                # shellcheck disable=SC2086 # "--test pool" is two arguments
+                if cargo test --target "$target" "$@" $target_args; then
+                    echo "windows: FLAKY: $target_args passed at attempt $attempt; its failure above happened before" >&2
+                    continue 2
+                fi
+            done
+            return 1
         done
-        return 1
+        return 0
     }
     echo "== cargo test for $target, under Wine"
     suite
