@@ -20,8 +20,10 @@
 #   bash ci/mixed.sh                                   # 1 round, 10 s runs
 #   ROUNDS=3 DURATION=5 bash ci/mixed.sh
 #   SERVERS="httpool actix" BLOCKING=64 DURATION=2 IDLE_WAIT=0 bash ci/mixed.sh
+#   BEFORE=/path/to/old/testolope SERVERS="httpool before" bash ci/mixed.sh
 #
-# Servers: httpool (examples/testolope, default settings), actix, hyper,
+# Servers: httpool (examples/testolope, default settings), before (BEFORE, the
+# testolope of another build, to compare builds side by side), actix, hyper,
 # ehttpd, astra, may_minihttp (benches/peers, its own workspace and target
 # dir). Each serves /sleep the way its crate advises for blocking work; see
 # the comment at the top of each peer. A peer that does not build is
@@ -272,6 +274,10 @@ main() {
             cargo build --release --example testolope
             CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]}"
             ;;
+        before)
+            [[ -n ${BEFORE:-} ]] || die "server 'before' needs BEFORE=path/to/testolope"
+            CMD[$s]="$BEFORE 127.0.0.1:${PORT[$s]}"
+            ;;
         actix | hyper | ehttpd | astra | may_minihttp)
             pkg=peer-${s//_/-}
             if ! (cd "$PEERS" && cargo build --release -p "$pkg"); then
@@ -280,7 +286,7 @@ main() {
             fi
             CMD[$s]="$PEERS/target/release/$pkg 127.0.0.1:${PORT[$s]}"
             ;;
-        *) die "unknown server $s (httpool actix hyper ehttpd astra may_minihttp)" ;;
+        *) die "unknown server $s (httpool before actix hyper ehttpd astra may_minihttp)" ;;
         esac
         built+=("$s")
     done

@@ -40,7 +40,7 @@ use phase::{Drain, Dry, Kind, after, earliest};
 pub(crate) use phase::{Expiry, Then, is_past};
 use respond::respond;
 use state::ChunkScan;
-pub(crate) use state::ConnState;
+pub(crate) use state::{ConnState, Slow};
 
 /// How long a connection closing after an error answer goes on reading
 /// (and discarding) what the client still sends: [`close_lingering`].
@@ -120,11 +120,34 @@ pub(crate) enum Next {
 /// What the engine offers a worker around a handler call.
 pub(crate) trait Seating {
     /// A handler expected to block is about to run: another thread should
-    /// watch this worker's seat meanwhile.
-    fn handler_may_block(&mut self);
+    /// watch this worker's seat meanwhile. `slept`: a call on this
+    /// connection was seen asleep (see [`Ran::Asleep`]); only then may a
+    /// thread be added for it at once.
+    fn handler_may_block(&mut self, slept: bool);
 
-    /// The monitor's tick count: a handler call across two ticks blocked.
+    /// The monitor's tick count: a handler call across two ticks blocked,
+    /// unless the worker was running all along (see `seen_since`).
     fn ticks(&self) -> u64;
+
+    /// What the monitor found of this worker since tick `tick`, if it found
+    /// its seat stuck meanwhile: asleep at least once (`Some(true)`), or
+    /// running or waiting for a CPU each time (`Some(false)`). `None` when
+    /// it did not look at this worker, or cannot tell.
+    fn seen_since(&self, _tick: u64) -> Option<bool> {
+        None
+    }
+}
+
+/// How a handler call went, as far as the worker can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ran {
+    /// Within a monitor tick, or across ticks while the monitor saw the
+    /// worker running or waiting for a CPU each time: not blocked.
+    Quick,
+    /// Across two monitor ticks, and nobody saw how: taken as blocked.
+    Long,
+    /// Across two ticks, and the monitor found the worker asleep: blocked.
+    Asleep,
 }
 
 /// A worker with no seat (tests and fuzzing).
@@ -132,7 +155,7 @@ pub(crate) trait Seating {
 pub(crate) struct NoSeat;
 
 impl Seating for NoSeat {
-    fn handler_may_block(&mut self) {}
+    fn handler_may_block(&mut self, _: bool) {}
 
     fn ticks(&self) -> u64 {
         0

@@ -130,7 +130,12 @@ impl Monitor {
         let (mut stuck, mut orphans, mut nudge) =
             (std::mem::take(&mut self.stuck), std::mem::take(&mut self.orphans), std::mem::take(&mut self.nudge));
         for &seat in &stuck {
-            match self.shared.hand_over(seat) {
+            // A worker that computes, or waits for a CPU, is not blocked:
+            // its seat goes to an idle thread, or the monitor polls it for
+            // the threads there are, but no thread is added only to share
+            // the busy cores.
+            let grow = !self.worker_wants_cpu(seat);
+            match self.shared.hand_over(seat, grow) {
                 Some(HandOver::Spawn) => self.workers.spawn_for(seat),
                 Some(HandOver::Adopt) | None => {}
                 Some(HandOver::AtBound) => self.shared.engine.poll_for_busy_workers(seat, &mut orphans, &mut nudge),
@@ -146,6 +151,21 @@ impl Monitor {
         }
         (self.stuck, self.orphans, self.nudge) = (stuck, orphans, nudge);
         busy
+    }
+
+    /// Whether the worker of stuck `seat` is running or waiting for a CPU
+    /// (false when it is asleep, in a handler that blocks, or when its
+    /// state cannot be read). What was found is marked on the seat, for the
+    /// worker to tell whether its call blocked.
+    fn worker_wants_cpu(&mut self, seat: usize) -> bool {
+        let at = &self.shared.seats[seat];
+        let computing = at.worker().and_then(sys::wants_cpu) == Some(true);
+        if computing {
+            at.found_computing(self.shared.ticks());
+        } else {
+            at.found_asleep(self.shared.ticks());
+        }
+        computing
     }
 
     /// Once the extra threads have retired and had [`SETTLE`] to finish

@@ -150,17 +150,37 @@ struct Place<'a> {
     pool: &'a dyn Workers,
     shared: &'a Shared,
     seat: usize,
+    /// This worker's thread, where its state can be read.
+    me: Option<sys::ThreadRef>,
 }
 
 impl Seating for Place<'_> {
-    fn handler_may_block(&mut self) {
-        if let Some(HandOver::Spawn) = self.shared.hand_over(self.seat) {
+    fn handler_may_block(&mut self, slept: bool) {
+        // An idle thread adopts the seat. A new one is started at once only
+        // for a handler seen asleep, or where thread states cannot be read:
+        // a call that only ran long may have computed (or been preempted on
+        // busy cores), and the monitor's next look starts one if this
+        // worker is found asleep, not if it computes.
+        if let Some(HandOver::Spawn) = self.shared.hand_over(self.seat, slept || self.me.is_none()) {
             self.pool.spawn_for(self.seat);
         }
     }
 
     fn ticks(&self) -> u64 {
         self.shared.ticks()
+    }
+
+    fn seen_since(&self, tick: u64) -> Option<bool> {
+        // The monitor looks at the worker that polled the seat last: this
+        // one, unless another had taken the seat over before the call.
+        let seat = &self.shared.seats[self.seat];
+        if seat.asleep_after(tick) {
+            Some(true)
+        } else if seat.computing_after(tick) {
+            Some(false)
+        } else {
+            None
+        }
     }
 }
 
@@ -174,11 +194,12 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
         sys::schedule_as_batch();
     }
     let mut scratch = Scratch::new(&shared.config);
+    let me = sys::ThreadRef::current();
     shared.arrive(seat);
     loop {
-        match shared.next(&mut seat) {
+        match shared.next(&mut seat, me) {
             Work::Serve(conn) => {
-                let mut place = Place { pool, shared, seat };
+                let mut place = Place { pool, shared, seat, me };
                 serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
                 // Room freed for a connection that waits to be accepted.
                 if shared.take_accept_waiting() {

@@ -128,6 +128,51 @@ fn a_trivial_request_is_served_while_every_core_thread_blocks() {
     assert!(server.shutdown());
 }
 
+/// A handler that computes (here it spins for 20 ms) does not block: its
+/// worker runs, or waits for a CPU, and another thread would only share the
+/// cores. Sixteen clients computing at once, five requests each, add no
+/// thread to a pool of 4. (Before, each call that ran across two monitor
+/// ticks counted as blocking: its seat was handed over, before the
+/// connection's next calls too, and the pool grew to a thread a client:
+/// 17 threads here.) Linux only: elsewhere a thread's state is not read,
+/// and such a call counts as blocking.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[test]
+fn handlers_that_compute_do_not_grow_the_pool() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(4)
+        .spawn(|_: &mut Request| {
+            let until = Instant::now() + Duration::from_millis(20);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    let clients: Vec<_> = (0..16)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut conn = connect(addr);
+                for _ in 0..5 {
+                    send(&mut conn, &get("/"));
+                    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"done");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let stats = server.stats();
+    assert_eq!(stats.requests, 80);
+    // A worker asleep for a moment outside the handler (a lock, a page
+    // fault) can still be found so: a thread or two more, not one a client.
+    assert!(stats.threads_spawned <= 4 + 2, "{stats:?}");
+    assert!(server.shutdown());
+}
+
 #[test]
 fn with_every_thread_blocked_new_clients_get_backpressure_not_threads() {
     let retry_after = Duration::from_secs(3);

@@ -8,7 +8,9 @@ use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use super::{ConnState, Ctx, INLINE_BODY, Seating, Then, body_needs_socket, is_past, send_with, write_failed};
+use super::{
+    ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with, write_failed,
+};
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
 use crate::encode::{encode_head, error_response, plan};
@@ -90,7 +92,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     }
     let buffered_body = conn.unparsed().len() - head.len;
     let (start, _) = conn.bounds();
-    let slow_before = conn.expects_slow_handler();
+    let slow_before = conn.slow_handler();
     let (head_bytes, rest) = conn.split_at_head(head.len);
     // A body that is already here needs no `100 Continue` (RFC 9110
     // §10.1.1), and one sent now could overtake queued responses.
@@ -100,7 +102,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);
     let method = req.method();
     let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
-    let (resp, blocked) = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, slow_before);
+    let (resp, ran) = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, slow_before);
     let mut body = req.into_body();
     let drained = if resp.upgrade.is_some() {
         // The body comes before the other protocol's bytes: it is read
@@ -113,7 +115,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let end = body.finish();
     let head_end = start + head.len;
     conn.consumed(head_end + end.pos, head_end + end.end);
-    conn.handler_ran(blocked);
+    conn.handler_ran(ran);
     if let Some(e) = end.error {
         match e {
             BodyError::TimedOut => cx.counters.timeout(),
@@ -184,19 +186,19 @@ fn upgrade<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
 }
 
 /// Calls the handler; a panic becomes a `500` that closes the connection.
-/// A handler that blocked last time on this connection (`expect_block`)
-/// first lets another thread take the worker's seat. Returns the response
-/// and whether the call blocked (ran across two monitor ticks).
+/// A handler that blocked lately on this connection (`expect_block`: one
+/// was seen asleep, or ran long, see [`Slow`]) first lets another thread
+/// take the worker's seat. Returns the response and how the call went.
 pub(super) fn call<H: Handler + ?Sized>(
     handler: &H,
     req: &mut Request<'_>,
     peer: Peer,
     counters: &Counters,
     seat: &mut dyn Seating,
-    expect_block: bool,
-) -> (Response, bool) {
-    if expect_block {
-        seat.handler_may_block();
+    expect_block: Slow,
+) -> (Response, Ran) {
+    if expect_block != Slow::No {
+        seat.handler_may_block(expect_block == Slow::Slept);
     }
     let before = seat.ticks();
     let resp = match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {
@@ -212,7 +214,17 @@ pub(super) fn call<H: Handler + ?Sized>(
             error_response(500)
         }
     };
-    (resp, seat.ticks().wrapping_sub(before) >= 2)
+    if seat.ticks().wrapping_sub(before) < 2 {
+        return (resp, Ran::Quick);
+    }
+    // A call the seat was let go for is not looked at by the monitor, nor
+    // one by a worker whose seat another had taken over: the clock decides.
+    let ran = match seat.seen_since(before) {
+        Some(true) => Ran::Asleep,
+        Some(false) => Ran::Quick,
+        None => Ran::Long,
+    };
+    (resp, ran)
 }
 
 /// RFC 9112 §9.3: persistence is the default for 1.1 and opt-in for 1.0;

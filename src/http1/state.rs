@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::Ran;
 use super::phase::{Drain, Dry, Phase};
 use super::read_buf::{ReadBuf, Released};
 use crate::body::ChunkedDecoder;
@@ -15,6 +16,16 @@ use crate::stats::Held;
 /// Handler calls a connection is expected to block after one did: a client
 /// that asks for slow work tends to ask again, with quick requests between.
 const SLOW_MEMORY: u8 = 4;
+
+/// Whether a connection's next handler call is expected to block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slow {
+    No,
+    /// Calls ran long lately, and none was seen asleep: they may compute.
+    Long,
+    /// A call lately was seen asleep: it blocked.
+    Slept,
+}
 
 /// When parsing the unparsed bytes again can tell more than last time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,6 +68,8 @@ pub(crate) struct ConnState {
     /// monitor ticks): the next calls are expected to block too, until
     /// [`SLOW_MEMORY`] quick ones in a row.
     slow_score: u8,
+    /// One of those calls was seen asleep (not only long: see [`Ran`]).
+    slept: bool,
     /// The share of the server-wide budget for collected bodies that a
     /// buffer grown past the read buffer's size holds, until it shrinks back.
     share: Option<Held>,
@@ -80,6 +93,7 @@ impl ConnState {
             phase: Phase::new(accepted),
             requests: 0,
             slow_score: 0,
+            slept: false,
             share: None,
             refused: false,
         }
@@ -359,9 +373,25 @@ impl ConnState {
         self.slow_score > 0
     }
 
-    /// A handler call ended; `blocked` when it ran across monitor ticks.
-    pub(crate) fn handler_ran(&mut self, blocked: bool) {
-        self.slow_score = if blocked { SLOW_MEMORY } else { self.slow_score.saturating_sub(1) };
+    /// Whether the next handler call is expected to block, and why.
+    pub(crate) fn slow_handler(&self) -> Slow {
+        match (self.slow_score, self.slept) {
+            (0, _) => Slow::No,
+            (_, false) => Slow::Long,
+            (_, true) => Slow::Slept,
+        }
+    }
+
+    /// A handler call ended, and went as `ran` says.
+    pub(crate) fn handler_ran(&mut self, ran: Ran) {
+        match ran {
+            Ran::Quick => {
+                self.slow_score = self.slow_score.saturating_sub(1);
+                self.slept &= self.slow_score > 0;
+            }
+            Ran::Long => self.slow_score = SLOW_MEMORY,
+            Ran::Asleep => (self.slow_score, self.slept) = (SLOW_MEMORY, true),
+        }
     }
 
     /// Capacity of the read buffer, for tests of what a parked connection

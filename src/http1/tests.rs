@@ -1077,20 +1077,56 @@ fn a_head_trickled_a_byte_at_a_time_costs_work_linear_in_its_size() {
 }
 
 /// A seat whose clock is the test's: a "blocking" handler moves it on by
-/// two monitor ticks; hand-overs are counted.
+/// two monitor ticks; hand-overs are counted, and those that may start a
+/// thread; what the monitor saw of long calls is `seen`.
 #[derive(Clone, Default)]
 struct TestSeat {
     ticks: std::sync::Arc<std::sync::atomic::AtomicU64>,
     handed_over: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    may_grow: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    seen: Option<bool>,
 }
 
 impl Seating for TestSeat {
-    fn handler_may_block(&mut self) {
+    fn handler_may_block(&mut self, slept: bool) {
         self.handed_over.fetch_add(1, Ordering::Relaxed);
+        self.may_grow.fetch_add(u64::from(slept), Ordering::Relaxed);
     }
 
     fn ticks(&self) -> u64 {
         self.ticks.load(Ordering::Relaxed)
+    }
+
+    fn seen_since(&self, _: u64) -> Option<bool> {
+        self.seen
+    }
+}
+
+/// How a long handler call counts follows what the monitor saw of it: seen
+/// asleep, it blocked, and the seat is let go before the connection's next
+/// calls, a thread started for it if none is idle; seen running or waiting
+/// for a CPU (a handler that computes), it did not block, and nothing is
+/// let go; not seen, it counts as blocking, but the seat is let go to an
+/// idle thread only (the monitor starts one if it then finds the worker
+/// asleep). (A handler computing 2 ms under 64 connections grew the pool
+/// to 86 threads when every long call counted as blocking.)
+#[test]
+fn a_long_handler_call_counts_as_blocking_as_the_monitor_saw_it() {
+    for (seen, handed_over, may_grow) in [(Some(true), 3, 3), (Some(false), 0, 0), (None, 3, 0)] {
+        let seat = TestSeat { seen, ..TestSeat::default() };
+        let clock = seat.ticks.clone();
+        let handler = move |req: &mut Request<'_>| {
+            clock.fetch_add(2, Ordering::Relaxed);
+            Response::text(req.path().to_string())
+        };
+        let mut s = Served::new(&handler);
+        s.seat = Box::new(seat.clone());
+        let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n".repeat(4).as_slice()]);
+        io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        assert_eq!(redact_dates(&io.written).matches("HTTP/1.1 200").count(), 4);
+        let counts = (seat.handed_over.load(Ordering::Relaxed), seat.may_grow.load(Ordering::Relaxed));
+        assert_eq!(counts, (handed_over, may_grow), "seen {seen:?}");
     }
 }
 

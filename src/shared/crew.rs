@@ -77,13 +77,14 @@ impl Crew {
     }
 
     /// Finds a thread for `seat` at monitor tick `tick`: an idle one
-    /// (beyond those already asked to adopt a seat), else a new one within
-    /// the bound (unless one failed to start a moment ago).
-    pub(crate) fn hand_over(&mut self, seat: usize, tick: u64) -> HandOver {
+    /// (beyond those already asked to adopt a seat), else, when the pool
+    /// may `grow`, a new one within the bound (unless one failed to start a
+    /// moment ago).
+    pub(crate) fn hand_over(&mut self, seat: usize, tick: u64, grow: bool) -> HandOver {
         if self.idle > self.adoptions.len() {
             self.adoptions.push(seat);
             HandOver::Adopt
-        } else if tick >= self.retry_at && self.reserve() {
+        } else if grow && tick >= self.retry_at && self.reserve() {
             HandOver::Spawn
         } else {
             HandOver::AtBound
@@ -149,17 +150,17 @@ mod tests {
         let mut crew = Crew::new(1, 3);
         assert!(crew.reserve());
         crew.went_idle();
-        assert_eq!(crew.hand_over(0, 0), HandOver::Adopt);
+        assert_eq!(crew.hand_over(0, 0, true), HandOver::Adopt);
         // The idle thread is spoken for: the next seat needs a new one.
-        assert_eq!(crew.hand_over(1, 0), HandOver::Spawn);
-        assert_eq!(crew.hand_over(1, 0), HandOver::Spawn);
-        assert_eq!(crew.hand_over(1, 0), HandOver::AtBound);
+        assert_eq!(crew.hand_over(1, 0, true), HandOver::Spawn);
+        assert_eq!(crew.hand_over(1, 0, true), HandOver::Spawn);
+        assert_eq!(crew.hand_over(1, 0, true), HandOver::AtBound);
         assert_eq!(crew.live(), 3);
         crew.spawn_failed(7);
         assert_eq!((crew.live(), crew.totals()), (2, (2, 0)));
         // After a failure, no thread is tried for a while.
-        assert_eq!(crew.hand_over(1, 8), HandOver::AtBound);
-        assert_eq!(crew.hand_over(1, 7 + SPAWN_RETRY_TICKS), HandOver::Spawn);
+        assert_eq!(crew.hand_over(1, 8, true), HandOver::AtBound);
+        assert_eq!(crew.hand_over(1, 7 + SPAWN_RETRY_TICKS, true), HandOver::Spawn);
         crew.spawn_failed(200);
         assert_eq!(crew.take_adoption(), Some(0));
         crew.woke();
@@ -174,7 +175,7 @@ mod tests {
         let mut crew = Crew::new(0, 2);
         assert!(crew.reserve());
         crew.went_idle();
-        assert_eq!(crew.hand_over(5, 0), HandOver::Adopt);
+        assert_eq!(crew.hand_over(5, 0, true), HandOver::Adopt);
         assert!(!crew.may_retire());
         assert_eq!(crew.take_adoption(), Some(5));
         assert!(crew.may_retire());

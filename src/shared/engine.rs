@@ -325,15 +325,16 @@ impl<C: Occupant> Engine<C> {
     }
 
     /// Finds a thread to take over `seat` while its worker is busy: an idle
-    /// one is asked to adopt it, or (`HandOver::Spawn`) the caller must
-    /// start one for it; `AtBound` when no thread may be had. Nothing when
-    /// the seat is polled or already handed over. `tick` is the monitor's.
-    pub(crate) fn hand_over(&self, seat: usize, tick: u64) -> Option<HandOver> {
+    /// one is asked to adopt it, or (`HandOver::Spawn`, when the pool may
+    /// `grow`) the caller must start one for it; `AtBound` when no thread
+    /// may be had. Nothing when the seat is polled or already handed over.
+    /// `tick` is the monitor's.
+    pub(crate) fn hand_over(&self, seat: usize, tick: u64, grow: bool) -> Option<HandOver> {
         let mut hub = self.lock();
         if !hub.board.is_free(seat) || self.is_stopping() {
             return None;
         }
-        let how = hub.crew.hand_over(seat, tick);
+        let how = hub.crew.hand_over(seat, tick, grow);
         match how {
             HandOver::Adopt => {
                 hub.board.claim(seat);

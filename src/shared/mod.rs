@@ -63,6 +63,7 @@ use crate::config::Config;
 use crate::http1::Stop;
 use crate::net::Listener;
 use crate::stats::Counters;
+use crate::sys::ThreadRef;
 
 /// Token of the listening socket.
 pub(crate) const LISTENER: Token = Token(usize::MAX);
@@ -135,9 +136,11 @@ impl Shared {
         self.ticks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The next connection for the worker at `seat`: see [`Engine::next`].
-    pub(crate) fn next(&self, seat: &mut usize) -> Work<Box<Connection>> {
+    /// The next connection for the worker at `seat` (`me`, the calling
+    /// thread): see [`Engine::next`].
+    pub(crate) fn next(&self, seat: &mut usize, me: Option<ThreadRef>) -> Work<Box<Connection>> {
         self.engine.next(seat, |seat| {
+            self.seats[seat].polled_by(me);
             self.poll_seat(seat, None, true);
         })
     }
@@ -177,8 +180,8 @@ impl Shared {
     }
 
     /// Finds a thread to take over `seat`: see [`Engine::hand_over`].
-    pub(crate) fn hand_over(&self, seat: usize) -> Option<HandOver> {
-        self.engine.hand_over(seat, self.ticks())
+    pub(crate) fn hand_over(&self, seat: usize, grow: bool) -> Option<HandOver> {
+        self.engine.hand_over(seat, self.ticks(), grow)
     }
 
     /// A thread counted for `seat` could not be started.
@@ -391,11 +394,11 @@ pub(crate) mod tests {
         shared.engine.count_idle_thread();
         // Seat 0's worker is stuck in a handler: the monitor hands its seat
         // to the idle thread.
-        assert_eq!(shared.hand_over(0), Some(HandOver::Adopt));
+        assert_eq!(shared.hand_over(0, true), Some(HandOver::Adopt));
         // The worker sitting at seat 1 finishes a connection and asks for the
         // next one.
         let mut seat = 1;
-        let Work::Serve(conn) = shared.next(&mut seat) else { panic!("work was ready") };
+        let Work::Serve(conn) = shared.next(&mut seat, None) else { panic!("work was ready") };
         shared.close(conn);
         assert_eq!(seat, 1, "the busy worker left its seat for the idle thread's adoption");
     }

@@ -368,7 +368,7 @@ fn monitor(world: &Arc<World>, stop: &Mutex<bool>, workers: &Mutex<Vec<thread::J
         tick += 1;
         world.engine.look(&mut seen, &mut timers, &mut stuck, &mut nudge);
         for seat in stuck.drain(..) {
-            match world.engine.hand_over(seat, tick) {
+            match world.engine.hand_over(seat, tick, true) {
                 Some(HandOver::Spawn) => {
                     let w = world.clone();
                     workers.lock().unwrap().push(thread::spawn(move || worker(w, seat)));
@@ -413,7 +413,7 @@ fn an_adoption_is_not_lost_to_a_retiring_worker() {
     // Seat 1's connection has a request (as if just accepted there), and
     // the seat is handed over: to the idle worker, or one started for it.
     world.admit(1, true);
-    if let Some(HandOver::Spawn) = world.engine.hand_over(1, 0) {
+    if let Some(HandOver::Spawn) = world.engine.hand_over(1, 0, true) {
         let w = world.clone();
         workers.push(thread::spawn(move || worker(w, 1)));
     }

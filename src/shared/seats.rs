@@ -15,6 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use mio::{Events, Poll, Registry, Token, Waker};
 
 use super::slots::{Connection, Occupant};
 use super::{LISTENER, WAKER};
-use crate::sys::ListenerWatch;
+use crate::sys::{ListenerWatch, ThreadRef};
 
 /// One readiness set and the means to wake whoever polls it.
 pub(crate) struct Seat {
@@ -34,6 +35,15 @@ pub(crate) struct Seat {
     /// How this seat hears of new connections; locked by the thread that
     /// polls the seat when the listener is reported, and at shutdown.
     listener: Mutex<ListenerWatch>,
+    /// The worker that polled the seat last (a [`ThreadRef`], 0: unknown):
+    /// while nobody polls it, the one serving its connections.
+    worker: AtomicU32,
+    /// The last monitor tick at which the seat was stuck with its worker
+    /// asleep (in a handler that blocks).
+    asleep_at: AtomicU64,
+    /// The last monitor tick at which the seat was stuck with its worker
+    /// running or waiting for a CPU (computing, or preempted).
+    computing_at: AtomicU64,
 }
 
 struct SeatPoll {
@@ -70,7 +80,43 @@ impl Seat {
             registry,
             waker,
             listener: Mutex::new(listener),
+            worker: AtomicU32::new(0),
+            asleep_at: AtomicU64::new(0),
+            computing_at: AtomicU64::new(0),
         })
+    }
+
+    /// `worker` is about to poll the seat.
+    pub(crate) fn polled_by(&self, worker: Option<ThreadRef>) {
+        self.worker.store(worker.map_or(0, ThreadRef::raw), Ordering::Relaxed);
+    }
+
+    /// The worker that polled the seat last.
+    pub(crate) fn worker(&self) -> Option<ThreadRef> {
+        ThreadRef::from_raw(self.worker.load(Ordering::Relaxed))
+    }
+
+    /// The monitor found the seat stuck, its worker asleep, at `tick`.
+    pub(crate) fn found_asleep(&self, tick: u64) {
+        self.asleep_at.fetch_max(tick, Ordering::Relaxed);
+    }
+
+    /// Whether the monitor found the seat stuck with its worker asleep at a
+    /// tick after `tick`.
+    pub(crate) fn asleep_after(&self, tick: u64) -> bool {
+        self.asleep_at.load(Ordering::Relaxed) > tick
+    }
+
+    /// The monitor found the seat stuck, its worker running or waiting for
+    /// a CPU, at `tick`.
+    pub(crate) fn found_computing(&self, tick: u64) {
+        self.computing_at.fetch_max(tick, Ordering::Relaxed);
+    }
+
+    /// Whether the monitor found the seat stuck with its worker running or
+    /// waiting for a CPU at a tick after `tick`.
+    pub(crate) fn computing_after(&self, tick: u64) -> bool {
+        self.computing_at.load(Ordering::Relaxed) > tick
     }
 
     pub(crate) fn registry(&self) -> &Registry {

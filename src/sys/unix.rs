@@ -312,6 +312,66 @@ pub(crate) fn flush_stack_cache() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu", not(httpool_portable))))]
 pub(crate) fn flush_stack_cache() {}
 
+/// A thread of this process as the kernel names it, to ask whether it
+/// waits for a CPU ([`wants_cpu`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadRef(u32);
+
+impl ThreadRef {
+    /// The calling thread; `None` where its state cannot be read
+    /// (everywhere but Linux, and under `--cfg httpool_portable`).
+    #[cfg(all(target_os = "linux", not(httpool_portable)))]
+    pub(crate) fn current() -> Option<ThreadRef> {
+        // "/proc/thread-self" links to "PID/task/TID".
+        let link = std::fs::read_link("/proc/thread-self").ok()?;
+        link.file_name()?.to_str()?.parse().ok().map(ThreadRef)
+    }
+
+    #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+    pub(crate) fn current() -> Option<ThreadRef> {
+        None
+    }
+
+    /// Its id as a number (0 is no thread's), to keep in an atomic.
+    pub(crate) fn raw(self) -> u32 {
+        self.0
+    }
+
+    pub(crate) fn from_raw(raw: u32) -> Option<ThreadRef> {
+        (raw != 0).then_some(ThreadRef(raw))
+    }
+}
+
+/// Whether `thread` is running or runnable (`R`: on a CPU, or preempted
+/// and waiting for one) rather than asleep (blocked in a system call, a
+/// lock, a sleep); `None` when that cannot be told. Read from
+/// `/proc/self/task/TID/stat`, without allocating: the monitor asks this of
+/// a seat's worker only when the seat looks stuck.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+pub(crate) fn wants_cpu(thread: ThreadRef) -> Option<bool> {
+    use std::io::{Read, Write};
+    use std::os::unix::ffi::OsStrExt;
+    let mut path = [0u8; 48];
+    let len = {
+        let mut at = &mut path[..];
+        write!(at, "/proc/self/task/{}/stat", thread.0).ok()?;
+        48 - at.len()
+    };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&path[..len]));
+    let mut stat = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut stat).ok()?;
+    // "TID (comm) S ...": the name may hold spaces and parentheses, the
+    // state follows the last ')'.
+    let stat = &stat[..n];
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    stat.get(close + 2).map(|&state| state == b'R')
+}
+
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn wants_cpu(_: ThreadRef) -> Option<bool> {
+    None
+}
+
 /// Puts the calling thread under `SCHED_BATCH`
 /// ([`Server::batch_scheduling`](crate::Server::batch_scheduling)).
 ///
@@ -371,4 +431,56 @@ pub(crate) fn disposition(signal: i32) -> io::Result<Disposition> {
         libc::SIG_IGN => Disposition::Ignored,
         _ => Disposition::Handled,
     })
+}
+
+#[cfg(all(test, target_os = "linux", not(httpool_portable)))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, mpsc};
+
+    use super::{ThreadRef, wants_cpu};
+
+    /// A thread that spins is running or waiting for a CPU, always; one
+    /// blocked on a channel is asleep once it has got there; each thread has
+    /// its own id.
+    #[test]
+    fn a_thread_that_spins_wants_a_cpu_and_one_that_waits_does_not() {
+        let me = ThreadRef::current().expect("this thread's id");
+        assert_eq!(wants_cpu(me), Some(true), "this thread is running");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let spinner = {
+            let (stop, tx) = (stop.clone(), tx.clone());
+            std::thread::spawn(move || {
+                tx.send(ThreadRef::current()).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        let spinning = rx.recv().unwrap().expect("the spinner's id");
+        assert_ne!(spinning, me);
+        for _ in 0..100 {
+            assert_eq!(wants_cpu(spinning), Some(true));
+        }
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+
+        let (wake, asleep) = mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            tx.send(ThreadRef::current()).unwrap();
+            asleep.recv().unwrap();
+        });
+        let sleeping = rx.recv().unwrap().expect("the sleeper's id");
+        // It sends its id before it blocks: it is asleep soon after.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while wants_cpu(sleeping) != Some(false) {
+            assert!(std::time::Instant::now() < deadline, "a thread blocked on a channel never showed asleep");
+            std::thread::yield_now();
+        }
+        wake.send(()).unwrap();
+        sleeper.join().unwrap();
+        // A thread that is gone has no state.
+        assert_eq!(wants_cpu(sleeping), None);
+    }
 }

@@ -169,3 +169,26 @@ pub(crate) fn flush_stack_cache() {}
 
 /// Linux only.
 pub(crate) fn schedule_as_batch() {}
+
+/// A thread whose state could be read: none here (Linux only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadRef(u32);
+
+impl ThreadRef {
+    pub(crate) fn current() -> Option<ThreadRef> {
+        None
+    }
+
+    pub(crate) fn raw(self) -> u32 {
+        self.0
+    }
+
+    pub(crate) fn from_raw(raw: u32) -> Option<ThreadRef> {
+        (raw != 0).then_some(ThreadRef(raw))
+    }
+}
+
+/// Linux only.
+pub(crate) fn wants_cpu(_: ThreadRef) -> Option<bool> {
+    None
+}
