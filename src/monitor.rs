@@ -39,6 +39,13 @@ pub(crate) const STALL_TICK: Duration = Duration::from_millis(1);
 /// sleeps long, so no request pays for waking it.
 const AWAKE_AFTER_BUSY: Duration = Duration::from_millis(50);
 
+/// Looks in a row that may find a seat stuck behind a worker that computes
+/// (or waits for a CPU) before a thread may be started for it after all:
+/// its other connections wait behind the computation no longer than this
+/// (some 20 ms) when every thread computes. Shorter computations, and
+/// preempted workers, add no thread.
+const COMPUTING_LOOKS: u32 = 20;
+
 /// How long after the last extra thread retired the monitor gives back the
 /// stacks of the extra threads: they have all exited by then.
 const SETTLE: Duration = Duration::from_millis(200);
@@ -60,6 +67,9 @@ pub(crate) struct Monitor {
     nudge: Vec<usize>,
     /// Each seat's progress count at the last look.
     seen: Vec<u64>,
+    /// For each seat, the looks in a row that found it stuck with its
+    /// worker running or waiting for a CPU.
+    computing: Vec<u32>,
     date: DateCache,
     /// When the monitor first saw that the last extra thread retired.
     retired_seen: Option<Instant>,
@@ -79,6 +89,7 @@ impl Monitor {
             orphans: Vec::with_capacity(seats),
             nudge: Vec::with_capacity(seats),
             seen: vec![0; seats],
+            computing: vec![0; seats],
             date: DateCache::new(),
             retired_seen: None,
         }
@@ -129,12 +140,23 @@ impl Monitor {
         // Kept between looks so that a stuck seat costs no allocation.
         let (mut stuck, mut orphans, mut nudge) =
             (std::mem::take(&mut self.stuck), std::mem::take(&mut self.orphans), std::mem::take(&mut self.nudge));
+        for seat in 0..self.computing.len() {
+            if !stuck.contains(&seat) {
+                self.computing[seat] = 0;
+            }
+        }
         for &seat in &stuck {
             // A worker that computes, or waits for a CPU, is not blocked:
             // its seat goes to an idle thread, or the monitor polls it for
             // the threads there are, but no thread is added only to share
-            // the busy cores.
-            let grow = !self.worker_wants_cpu(seat);
+            // the busy cores; unless the seat has waited so for long.
+            let grow = if self.worker_wants_cpu(seat) {
+                self.computing[seat] += 1;
+                self.computing[seat] >= COMPUTING_LOOKS
+            } else {
+                self.computing[seat] = 0;
+                true
+            };
             match self.shared.hand_over(seat, grow) {
                 Some(HandOver::Spawn) => self.workers.spawn_for(seat),
                 Some(HandOver::Adopt) | None => {}
@@ -155,16 +177,13 @@ impl Monitor {
 
     /// Whether the worker of stuck `seat` is running or waiting for a CPU
     /// (false when it is asleep, in a handler that blocks, or when its
-    /// state cannot be read). What was found is marked on the seat, for the
-    /// worker to tell whether its call blocked.
+    /// state cannot be read). What was found is marked on the seat with the
+    /// thread's id, for that worker to tell whether its call blocked.
     fn worker_wants_cpu(&mut self, seat: usize) -> bool {
         let at = &self.shared.seats[seat];
-        let computing = at.worker().and_then(sys::wants_cpu) == Some(true);
-        if computing {
-            at.found_computing(self.shared.ticks());
-        } else {
-            at.found_asleep(self.shared.ticks());
-        }
+        let Some(worker) = at.worker() else { return false };
+        let Some(computing) = sys::wants_cpu(worker) else { return false };
+        at.found(worker, self.shared.ticks(), !computing);
         computing
     }
 

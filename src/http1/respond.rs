@@ -217,8 +217,9 @@ pub(super) fn call<H: Handler + ?Sized>(
     if seat.ticks().wrapping_sub(before) < 2 {
         return (resp, Ran::Quick);
     }
-    // A call the seat was let go for is not looked at by the monitor, nor
-    // one by a worker whose seat another had taken over: the clock decides.
+    // What the monitor found of this worker, if it looked: not at a call
+    // its seat was let go for, nor at one by a worker whose seat another
+    // had taken over. Else the clock decides.
     let ran = match seat.seen_since(before) {
         Some(true) => Ran::Asleep,
         Some(false) => Ran::Quick,

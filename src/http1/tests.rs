@@ -1130,6 +1130,29 @@ fn a_long_handler_call_counts_as_blocking_as_the_monitor_saw_it() {
     }
 }
 
+/// A call seen asleep lets the next ones start a thread for the seat, but
+/// only for so many calls that nobody looks at: one seen asleep by mistake
+/// (a page fault, a lock) must not count for good. Calls seen computing
+/// wear the expectation off as quick ones do.
+#[test]
+fn a_call_seen_asleep_counts_for_the_next_few_calls_only() {
+    let mut conn = ConnState::new(None);
+    assert_eq!(conn.slow_handler(), Slow::No);
+    conn.handler_ran(Ran::Asleep);
+    for _ in 0..16 {
+        assert_eq!(conn.slow_handler(), Slow::Slept);
+        conn.handler_ran(Ran::Long);
+    }
+    // Still expected to block, as every call ran long; not seen asleep.
+    assert_eq!(conn.slow_handler(), Slow::Long);
+    conn.handler_ran(Ran::Asleep);
+    assert_eq!(conn.slow_handler(), Slow::Slept);
+    for _ in 0..4 {
+        conn.handler_ran(Ran::Quick);
+    }
+    assert_eq!(conn.slow_handler(), Slow::No);
+}
+
 /// A script whose written bytes the handler can see as they go out.
 struct Watched {
     io: Script,

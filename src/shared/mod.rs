@@ -139,10 +139,14 @@ impl Shared {
     /// The next connection for the worker at `seat` (`me`, the calling
     /// thread): see [`Engine::next`].
     pub(crate) fn next(&self, seat: &mut usize, me: Option<ThreadRef>) -> Work<Box<Connection>> {
-        self.engine.next(seat, |seat| {
-            self.seats[seat].polled_by(me);
+        let work = self.engine.next(seat, |seat| {
+            self.seats[seat].served_by(me);
             self.poll_seat(seat, None, true);
-        })
+        });
+        if let Work::Serve(conn) = &work {
+            self.seats[conn.seat].served_by(me);
+        }
+        work
     }
 
     /// Polls `seat` (whose `polled` flag the caller set) and moves what

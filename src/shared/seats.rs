@@ -35,20 +35,42 @@ pub(crate) struct Seat {
     /// How this seat hears of new connections; locked by the thread that
     /// polls the seat when the listener is reported, and at shutdown.
     listener: Mutex<ListenerWatch>,
-    /// The worker that polled the seat last (a [`ThreadRef`], 0: unknown):
-    /// while nobody polls it, the one serving its connections.
+    /// The worker that polled the seat last, or took a connection of its
+    /// last (a [`ThreadRef`], 0: unknown): while nobody polls the seat, the
+    /// one whose handler it most likely waits for.
     worker: AtomicU32,
-    /// The last monitor tick at which the seat was stuck with its worker
-    /// asleep (in a handler that blocks).
-    asleep_at: AtomicU64,
-    /// The last monitor tick at which the seat was stuck with its worker
-    /// running or waiting for a CPU (computing, or preempted).
-    computing_at: AtomicU64,
+    /// What the monitor last found of that worker, with the seat stuck: its
+    /// id, the tick, and whether it was asleep (see [`Finding`]).
+    finding: AtomicU64,
 }
 
 struct SeatPoll {
     poll: Poll,
     events: Events,
+}
+
+/// A finding of the monitor's, in one atomic word so that a worker never
+/// reads one thread's id with another's state: the thread's id (32 bits),
+/// the tick (its low 31 bits) and whether the thread was asleep (1 bit).
+struct Finding;
+
+impl Finding {
+    const TICK_BITS: u32 = 31;
+    const TICK_MASK: u64 = (1 << Self::TICK_BITS) - 1;
+
+    fn pack(worker: ThreadRef, tick: u64, asleep: bool) -> u64 {
+        (u64::from(worker.raw()) << 32) | ((tick & Self::TICK_MASK) << 1) | u64::from(asleep)
+    }
+
+    fn unpack(word: u64, worker: ThreadRef, since: u64) -> Option<bool> {
+        if word >> 32 != u64::from(worker.raw()) {
+            return None;
+        }
+        // Ticks are compared modulo 2^31 (24 days of 1 ms ticks): a finding
+        // counts if it came after `since`, and not half that span after.
+        let after = ((word >> 1) & Self::TICK_MASK).wrapping_sub(since & Self::TICK_MASK) & Self::TICK_MASK;
+        (after != 0 && after < 1 << (Self::TICK_BITS - 1)).then_some(word & 1 == 1)
+    }
 }
 
 /// The events of one poll (the seat's poll lock is held meanwhile).
@@ -81,42 +103,37 @@ impl Seat {
             waker,
             listener: Mutex::new(listener),
             worker: AtomicU32::new(0),
-            asleep_at: AtomicU64::new(0),
-            computing_at: AtomicU64::new(0),
+            finding: AtomicU64::new(0),
         })
     }
 
-    /// `worker` is about to poll the seat.
-    pub(crate) fn polled_by(&self, worker: Option<ThreadRef>) {
-        self.worker.store(worker.map_or(0, ThreadRef::raw), Ordering::Relaxed);
+    /// `worker` is about to poll the seat, or took one of its connections.
+    #[inline]
+    pub(crate) fn served_by(&self, worker: Option<ThreadRef>) {
+        let raw = worker.map_or(0, ThreadRef::raw);
+        // Written only when it changes: the same worker serving the seat
+        // request after request leaves the line shared between cores.
+        if self.worker.load(Ordering::Relaxed) != raw {
+            self.worker.store(raw, Ordering::Relaxed);
+        }
     }
 
-    /// The worker that polled the seat last.
+    /// The worker that polled the seat last, or took a connection of its.
     pub(crate) fn worker(&self) -> Option<ThreadRef> {
         ThreadRef::from_raw(self.worker.load(Ordering::Relaxed))
     }
 
-    /// The monitor found the seat stuck, its worker asleep, at `tick`.
-    pub(crate) fn found_asleep(&self, tick: u64) {
-        self.asleep_at.fetch_max(tick, Ordering::Relaxed);
+    /// The monitor found the seat stuck at `tick`, and `worker` asleep or
+    /// not.
+    pub(crate) fn found(&self, worker: ThreadRef, tick: u64, asleep: bool) {
+        self.finding.store(Finding::pack(worker, tick, asleep), Ordering::Relaxed);
     }
 
-    /// Whether the monitor found the seat stuck with its worker asleep at a
-    /// tick after `tick`.
-    pub(crate) fn asleep_after(&self, tick: u64) -> bool {
-        self.asleep_at.load(Ordering::Relaxed) > tick
-    }
-
-    /// The monitor found the seat stuck, its worker running or waiting for
-    /// a CPU, at `tick`.
-    pub(crate) fn found_computing(&self, tick: u64) {
-        self.computing_at.fetch_max(tick, Ordering::Relaxed);
-    }
-
-    /// Whether the monitor found the seat stuck with its worker running or
-    /// waiting for a CPU at a tick after `tick`.
-    pub(crate) fn computing_after(&self, tick: u64) -> bool {
-        self.computing_at.load(Ordering::Relaxed) > tick
+    /// What the monitor found of `worker` at a tick after `tick`, if its
+    /// last finding here was of that worker: asleep (`Some(true)`) or
+    /// running or waiting for a CPU (`Some(false)`).
+    pub(crate) fn found_since(&self, worker: ThreadRef, tick: u64) -> Option<bool> {
+        Finding::unpack(self.finding.load(Ordering::Relaxed), worker, tick)
     }
 
     pub(crate) fn registry(&self) -> &Registry {
@@ -290,5 +307,29 @@ impl<C: Occupant> SeatBoard<C> {
         let seat = self.next_seat;
         self.next_seat = (seat + 1) % self.seats();
         seat
+    }
+}
+
+#[cfg(test)]
+mod finding_tests {
+    use super::Finding;
+    use crate::sys::ThreadRef;
+
+    /// A finding counts for its own thread only, and only if it came after
+    /// the tick asked about, across the wrap of the tick's 31 bits too.
+    #[test]
+    fn a_finding_is_read_back_for_its_thread_and_later_ticks_only() {
+        let (a, b) = (ThreadRef::from_raw(7).unwrap(), ThreadRef::from_raw(u32::MAX).unwrap());
+        let word = Finding::pack(a, 5, true);
+        assert_eq!(Finding::unpack(word, a, 4), Some(true));
+        assert_eq!(Finding::unpack(word, a, 5), None, "not after the tick asked about");
+        assert_eq!(Finding::unpack(word, a, 9), None);
+        assert_eq!(Finding::unpack(word, b, 4), None, "another thread's");
+        assert_eq!(Finding::unpack(Finding::pack(b, 5, false), b, 0), Some(false));
+        let wrap = 1u64 << 31;
+        assert_eq!(Finding::unpack(Finding::pack(a, wrap + 2, false), a, wrap - 3), Some(false));
+        assert_eq!(Finding::unpack(Finding::pack(a, 3 * wrap + 2, true), a, 3 * wrap - 1), Some(true));
+        // Nothing found yet: the word is 0, no thread's id.
+        assert_eq!(Finding::unpack(0, a, 0), None);
     }
 }
