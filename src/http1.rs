@@ -129,10 +129,11 @@ pub(crate) trait Seating {
     /// unless the worker was running all along (see `seen_since`).
     fn ticks(&self) -> u64;
 
-    /// What the monitor found of this worker since tick `tick`, if it found
-    /// its seat stuck meanwhile: asleep at least once (`Some(true)`), or
-    /// running or waiting for a CPU each time (`Some(false)`). `None` when
-    /// it did not look at this worker, or cannot tell.
+    /// What the monitor found of this worker during its call from tick
+    /// `tick`, if it found its seat stuck meanwhile: asleep at its last look
+    /// or in the run of looks up to it (`Some(true)`), or else running or
+    /// waiting for a CPU (`Some(false)`). `None` when it did not look at
+    /// this worker, or cannot tell.
     fn seen_since(&self, _tick: u64) -> Option<bool> {
         None
     }

@@ -151,7 +151,7 @@ impl Monitor {
             // the threads there are, but no thread is added only to share
             // the busy cores; unless the seat has waited so for long.
             let grow = if self.worker_wants_cpu(seat) {
-                self.computing[seat] += 1;
+                self.computing[seat] = self.computing[seat].saturating_add(1);
                 self.computing[seat] >= COMPUTING_LOOKS
             } else {
                 self.computing[seat] = 0;

@@ -152,9 +152,6 @@ struct Place<'a> {
     seat: usize,
     /// This worker's thread, where its state can be read.
     me: Option<sys::ThreadRef>,
-    /// The seat of the connection served (another's, when stolen): where
-    /// the monitor marks what it found of this worker.
-    watched_by: usize,
 }
 
 impl Seating for Place<'_> {
@@ -176,7 +173,7 @@ impl Seating for Place<'_> {
     fn seen_since(&self, tick: u64) -> Option<bool> {
         // Only a finding of this very thread counts: the monitor judges the
         // thread that polled the seat, or took a connection of it, last.
-        self.shared.seats[self.watched_by].found_since(self.me?, tick)
+        self.shared.seats[self.seat].found_since(self.me?, tick, self.shared.ticks())
     }
 }
 
@@ -195,7 +192,7 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
     loop {
         match shared.next(&mut seat, me) {
             Work::Serve(conn) => {
-                let mut place = Place { pool, shared, seat, me, watched_by: conn.seat };
+                let mut place = Place { pool, shared, seat, me };
                 serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
                 // Room freed for a connection that waits to be accepted.
                 if shared.take_accept_waiting() {

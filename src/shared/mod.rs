@@ -143,8 +143,10 @@ impl Shared {
             self.seats[seat].served_by(me);
             self.poll_seat(seat, None, true);
         });
-        if let Work::Serve(conn) = &work {
-            self.seats[conn.seat].served_by(me);
+        // The worker's own seat, the one it leaves unwatched (a stolen
+        // connection's seat has a worker of its own).
+        if let Work::Serve(_) = &work {
+            self.seats[*seat].served_by(me);
         }
         work
     }

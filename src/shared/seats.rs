@@ -51,7 +51,8 @@ struct SeatPoll {
 
 /// A finding of the monitor's, in one atomic word so that a worker never
 /// reads one thread's id with another's state: the thread's id (32 bits),
-/// the tick (its low 31 bits) and whether the thread was asleep (1 bit).
+/// the tick (its low 31 bits: looks, one a millisecond while the server is
+/// busy) and whether the thread was asleep (1 bit).
 struct Finding;
 
 impl Finding {
@@ -62,14 +63,27 @@ impl Finding {
         (u64::from(worker.raw()) << 32) | ((tick & Self::TICK_MASK) << 1) | u64::from(asleep)
     }
 
-    fn unpack(word: u64, worker: ThreadRef, since: u64) -> Option<bool> {
+    /// The finding in `word` if it is of `worker`, made during a span of
+    /// ticks: after `since`, at `now` at the latest. Ticks are compared
+    /// modulo 2^31, within the span, so a finding older than the span never
+    /// counts however long the server has run.
+    fn unpack(word: u64, worker: ThreadRef, since: u64, now: u64) -> Option<bool> {
         if word >> 32 != u64::from(worker.raw()) {
             return None;
         }
-        // Ticks are compared modulo 2^31 (24 days of 1 ms ticks): a finding
-        // counts if it came after `since`, and not half that span after.
-        let after = ((word >> 1) & Self::TICK_MASK).wrapping_sub(since & Self::TICK_MASK) & Self::TICK_MASK;
-        (after != 0 && after < 1 << (Self::TICK_BITS - 1)).then_some(word & 1 == 1)
+        let after = Self::ticks_between(since, word >> 1);
+        (after != 0 && after <= Self::ticks_between(since, now)).then_some(word & 1 == 1)
+    }
+
+    /// Ticks from `from` to `to`, modulo 2^31.
+    fn ticks_between(from: u64, to: u64) -> u64 {
+        (to & Self::TICK_MASK).wrapping_sub(from & Self::TICK_MASK) & Self::TICK_MASK
+    }
+
+    /// Whether `word` says `worker` was found asleep at the look before
+    /// `tick`: the same call, most likely, still under way.
+    fn asleep_just_before(word: u64, worker: ThreadRef, tick: u64) -> bool {
+        word >> 32 == u64::from(worker.raw()) && word & 1 == 1 && Self::ticks_between(word >> 1, tick) == 1
     }
 }
 
@@ -125,15 +139,18 @@ impl Seat {
 
     /// The monitor found the seat stuck at `tick`, and `worker` asleep or
     /// not.
+    /// A worker found asleep at the look before stays so: one call that
+    /// blocked, then computed, blocked (only the monitor stores here).
     pub(crate) fn found(&self, worker: ThreadRef, tick: u64, asleep: bool) {
+        let asleep = asleep || Finding::asleep_just_before(self.finding.load(Ordering::Relaxed), worker, tick);
         self.finding.store(Finding::pack(worker, tick, asleep), Ordering::Relaxed);
     }
 
-    /// What the monitor found of `worker` at a tick after `tick`, if its
-    /// last finding here was of that worker: asleep (`Some(true)`) or
-    /// running or waiting for a CPU (`Some(false)`).
-    pub(crate) fn found_since(&self, worker: ThreadRef, tick: u64) -> Option<bool> {
-        Finding::unpack(self.finding.load(Ordering::Relaxed), worker, tick)
+    /// What the monitor found of `worker` during a call from tick `since`
+    /// to `now`, if its last finding here was of that worker: asleep
+    /// (`Some(true)`) or running or waiting for a CPU (`Some(false)`).
+    pub(crate) fn found_since(&self, worker: ThreadRef, since: u64, now: u64) -> Option<bool> {
+        Finding::unpack(self.finding.load(Ordering::Relaxed), worker, since, now)
     }
 
     pub(crate) fn registry(&self) -> &Registry {
@@ -315,21 +332,33 @@ mod finding_tests {
     use super::Finding;
     use crate::sys::ThreadRef;
 
-    /// A finding counts for its own thread only, and only if it came after
-    /// the tick asked about, across the wrap of the tick's 31 bits too.
+    /// A finding counts for its own thread only, and only if it was made
+    /// during the call asked about, across the wrap of the tick's 31 bits
+    /// too; one older than the call never counts, however old.
     #[test]
-    fn a_finding_is_read_back_for_its_thread_and_later_ticks_only() {
+    fn a_finding_is_read_back_for_its_thread_and_during_the_call_only() {
         let (a, b) = (ThreadRef::from_raw(7).unwrap(), ThreadRef::from_raw(u32::MAX).unwrap());
         let word = Finding::pack(a, 5, true);
-        assert_eq!(Finding::unpack(word, a, 4), Some(true));
-        assert_eq!(Finding::unpack(word, a, 5), None, "not after the tick asked about");
-        assert_eq!(Finding::unpack(word, a, 9), None);
-        assert_eq!(Finding::unpack(word, b, 4), None, "another thread's");
-        assert_eq!(Finding::unpack(Finding::pack(b, 5, false), b, 0), Some(false));
+        assert_eq!(Finding::unpack(word, a, 4, 5), Some(true));
+        assert_eq!(Finding::unpack(word, a, 4, 4), None, "after the call");
+        assert_eq!(Finding::unpack(word, a, 5, 9), None, "not after the call began");
+        assert_eq!(Finding::unpack(word, a, 9, 12), None);
+        assert_eq!(Finding::unpack(word, b, 4, 5), None, "another thread's");
+        assert_eq!(Finding::unpack(Finding::pack(b, 5, false), b, 0, 6), Some(false));
         let wrap = 1u64 << 31;
-        assert_eq!(Finding::unpack(Finding::pack(a, wrap + 2, false), a, wrap - 3), Some(false));
-        assert_eq!(Finding::unpack(Finding::pack(a, 3 * wrap + 2, true), a, 3 * wrap - 1), Some(true));
+        assert_eq!(Finding::unpack(Finding::pack(a, wrap + 2, false), a, wrap - 3, wrap + 4), Some(false));
+        assert_eq!(Finding::unpack(Finding::pack(a, 3 * wrap + 2, true), a, 3 * wrap - 1, 3 * wrap + 2), Some(true));
+        // Older than the call by more than half the tick's range: modulo
+        // 2^31 it would look recent.
+        for old in [(1 << 30) + 1, wrap - 5, wrap + 3] {
+            assert_eq!(Finding::unpack(Finding::pack(a, 10 * wrap - old, true), a, 10 * wrap, 10 * wrap + 3), None);
+        }
+        // Asleep at the look before, by the same thread: the call blocked.
+        assert!(Finding::asleep_just_before(Finding::pack(a, 8, true), a, 9));
+        assert!(!Finding::asleep_just_before(Finding::pack(a, 7, true), a, 9));
+        assert!(!Finding::asleep_just_before(Finding::pack(a, 8, false), a, 9));
+        assert!(!Finding::asleep_just_before(Finding::pack(b, 8, true), a, 9));
         // Nothing found yet: the word is 0, no thread's id.
-        assert_eq!(Finding::unpack(0, a, 0), None);
+        assert_eq!(Finding::unpack(0, a, 0, 1), None);
     }
 }
