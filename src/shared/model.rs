@@ -316,7 +316,11 @@ fn token_of(world: &World, id: usize) -> Token {
 /// request on a third connection of the seat is served while both handlers
 /// still block; with two, the monitor polls the seat in their place, and
 /// the request is served once a handler returns.
-fn a_seat_whose_worker_blocks_is_taken_over(max: usize) {
+///
+/// `grow`: whether the monitor may start threads (`None`: it chooses at
+/// random each time). Never (a worker found computing): below the bound
+/// too, the monitor polls the seat in its workers' place.
+fn a_seat_whose_worker_blocks_is_taken_over(max: usize, grow: Option<bool>) {
     let world = World::new(1, 3, 1, max);
     // Connections 0 and 1 have requests whose handlers block until the
     // gate opens; both wait in the seat's ready list.
@@ -330,10 +334,10 @@ fn a_seat_whose_worker_blocks_is_taken_over(max: usize) {
     let stop = Arc::new(Mutex::new(false));
     let monitor = {
         let (world, stop, workers) = (world.clone(), stop.clone(), workers.clone());
-        thread::spawn(move || monitor(&world, &stop, &workers, max))
+        thread::spawn(move || monitor(&world, &stop, &workers, max, grow))
     };
     world.send(2);
-    if max >= 3 {
+    if max >= 3 && grow != Some(false) {
         world.wait_served_one(2);
         let net = world.net.lock().unwrap();
         assert_eq!((net.served[0], net.served[1]), (0, 0), "the blocked handlers have not finished");
@@ -356,10 +360,18 @@ fn a_seat_whose_worker_blocks_is_taken_over(max: usize) {
 
 /// The monitor's loop, as `monitor.rs` runs it, through the same engine
 /// calls: a look; each stuck seat handed over (a thread started when the
-/// engine asks for one), or at the bound polled by the monitor without
-/// waiting; pollers of seats with queued work woken. The bound is checked
+/// engine asks for one, and the pool may grow: the model chooses at
+/// random, as a worker found computing says it may not), or at the bound,
+/// or without growing, polled by the monitor without waiting; pollers of
+/// seats with queued work woken. The bound is checked
 /// at every step.
-fn monitor(world: &Arc<World>, stop: &Mutex<bool>, workers: &Mutex<Vec<thread::JoinHandle<()>>>, max: usize) {
+fn monitor(
+    world: &Arc<World>,
+    stop: &Mutex<bool>,
+    workers: &Mutex<Vec<thread::JoinHandle<()>>>,
+    max: usize,
+    grow: Option<bool>,
+) {
     let seats = world.net.lock().unwrap().events.len();
     let mut seen = vec![0; seats];
     let (mut timers, mut stuck, mut orphans, mut nudge) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -368,7 +380,11 @@ fn monitor(world: &Arc<World>, stop: &Mutex<bool>, workers: &Mutex<Vec<thread::J
         tick += 1;
         world.engine.look(&mut seen, &mut timers, &mut stuck, &mut nudge);
         for seat in stuck.drain(..) {
-            match world.engine.hand_over(seat, tick, true) {
+            // The monitor may find the seat's worker computing (or waiting
+            // for a CPU): then the pool does not grow, and an idle thread
+            // adopts the seat or the monitor polls it below the bound.
+            let grow = grow.unwrap_or_else(|| shuttle::rand::Rng::gen_bool(&mut shuttle::rand::thread_rng(), 0.5));
+            match world.engine.hand_over(seat, tick, grow) {
                 Some(HandOver::Spawn) => {
                     let w = world.clone();
                     workers.lock().unwrap().push(thread::spawn(move || worker(w, seat)));
@@ -431,14 +447,20 @@ fn model_no_byte_is_left_unread() {
 
 #[test]
 fn model_a_seat_whose_worker_blocks_is_taken_over() {
-    shuttle::check_random(|| a_seat_whose_worker_blocks_is_taken_over(3), 2000);
-    shuttle::check_pct(|| a_seat_whose_worker_blocks_is_taken_over(3), 2000, 3);
+    shuttle::check_random(|| a_seat_whose_worker_blocks_is_taken_over(3, None), 2000);
+    shuttle::check_pct(|| a_seat_whose_worker_blocks_is_taken_over(3, None), 2000, 3);
 }
 
 #[test]
 fn model_at_the_bound_the_monitor_polls_a_stuck_seat() {
-    shuttle::check_random(|| a_seat_whose_worker_blocks_is_taken_over(2), 2000);
-    shuttle::check_pct(|| a_seat_whose_worker_blocks_is_taken_over(2), 2000, 3);
+    shuttle::check_random(|| a_seat_whose_worker_blocks_is_taken_over(2, None), 2000);
+    shuttle::check_pct(|| a_seat_whose_worker_blocks_is_taken_over(2, None), 2000, 3);
+}
+
+#[test]
+fn model_below_the_bound_a_seat_whose_worker_computes_is_polled() {
+    shuttle::check_random(|| a_seat_whose_worker_blocks_is_taken_over(3, Some(false)), 2000);
+    shuttle::check_pct(|| a_seat_whose_worker_blocks_is_taken_over(3, Some(false)), 2000, 3);
 }
 
 #[test]
