@@ -172,7 +172,7 @@ impl Seating for Place<'_> {
 
     fn seen_since(&self, tick: u64) -> Option<bool> {
         // Only a finding of this very thread counts: the monitor judges the
-        // thread that polled the seat, or took a connection of it, last.
+        // thread that polled the seat, or took work at it, last.
         self.shared.seats[self.seat].found_since(self.me?, tick, self.shared.ticks())
     }
 }
@@ -187,7 +187,7 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
         sys::schedule_as_batch();
     }
     let mut scratch = Scratch::new(&shared.config);
-    let me = sys::ThreadRef::current();
+    let me = sys::current_thread();
     shared.arrive(seat);
     loop {
         match shared.next(&mut seat, me) {

@@ -31,10 +31,28 @@
 //! - On Linux with glibc, freed memory handed back after a burst
 //!   ([`give_back_free_memory`], [`trim_own_arena`], [`flush_stack_cache`])
 //!   and `SCHED_BATCH` ([`schedule_as_batch`]).
+//! - On Linux, a thread's state ([`current_thread`], [`wants_cpu`]): the
+//!   monitor tells a worker asleep in a handler from one that computes.
 //!
 //! Unix domain sockets are Unix only (`Server::bind_unix`, `cfg(unix)`), and
 //! so is stopping on `SIGTERM`; Ctrl-C stops a server on every platform
 //! (`crate::signals`).
+
+/// A thread of this process as the kernel names it (its id, never 0), to
+/// ask whether it waits for a CPU ([`wants_cpu`]; [`current_thread`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ThreadRef(u32);
+
+impl ThreadRef {
+    /// Its id as a number (0 is no thread's), to keep in an atomic.
+    pub(crate) fn raw(self) -> u32 {
+        self.0
+    }
+
+    pub(crate) fn from_raw(raw: u32) -> Option<ThreadRef> {
+        (raw != 0).then_some(ThreadRef(raw))
+    }
+}
 
 #[cfg(unix)]
 mod unix;

@@ -35,9 +35,9 @@ pub(crate) struct Seat {
     /// How this seat hears of new connections; locked by the thread that
     /// polls the seat when the listener is reported, and at shutdown.
     listener: Mutex<ListenerWatch>,
-    /// The worker that polled the seat last, or took a connection of its
-    /// last (a [`ThreadRef`], 0: unknown): while nobody polls the seat, the
-    /// one whose handler it most likely waits for.
+    /// The worker that polled the seat, or took work at it, last (a
+    /// [`ThreadRef`], 0: unknown): while nobody polls the seat, the one
+    /// whose handler it most likely waits for.
     worker: AtomicU32,
     /// What the monitor last found of that worker, with the seat stuck: its
     /// id, the tick, and whether it was asleep (see [`Finding`]).
@@ -121,7 +121,7 @@ impl Seat {
         })
     }
 
-    /// `worker` is about to poll the seat, or took one of its connections.
+    /// `worker` is about to poll the seat, or took work at it.
     #[inline]
     pub(crate) fn served_by(&self, worker: Option<ThreadRef>) {
         let raw = worker.map_or(0, ThreadRef::raw);
@@ -132,15 +132,14 @@ impl Seat {
         }
     }
 
-    /// The worker that polled the seat last, or took a connection of its.
+    /// The worker that polled the seat, or took work at it, last.
     pub(crate) fn worker(&self) -> Option<ThreadRef> {
         ThreadRef::from_raw(self.worker.load(Ordering::Relaxed))
     }
 
     /// The monitor found the seat stuck at `tick`, and `worker` asleep or
-    /// not.
-    /// A worker found asleep at the look before stays so: one call that
-    /// blocked, then computed, blocked (only the monitor stores here).
+    /// not. A worker found asleep at the look before stays so: a call that
+    /// blocked, then computed, still blocked. (Only the monitor stores here.)
     pub(crate) fn found(&self, worker: ThreadRef, tick: u64, asleep: bool) {
         let asleep = asleep || Finding::asleep_just_before(self.finding.load(Ordering::Relaxed), worker, tick);
         self.finding.store(Finding::pack(worker, tick, asleep), Ordering::Relaxed);

@@ -9,7 +9,7 @@ use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
-use super::ListenerSetup;
+use super::{ListenerSetup, ThreadRef};
 
 /// A read that returns fewer bytes than asked for has emptied the socket:
 /// the next bytes bring a new readiness edge.
@@ -312,34 +312,18 @@ pub(crate) fn flush_stack_cache() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu", not(httpool_portable))))]
 pub(crate) fn flush_stack_cache() {}
 
-/// A thread of this process as the kernel names it, to ask whether it
-/// waits for a CPU ([`wants_cpu`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ThreadRef(u32);
+/// The calling thread; `None` where its state cannot be read (everywhere
+/// but Linux, and under `--cfg httpool_portable`).
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+pub(crate) fn current_thread() -> Option<ThreadRef> {
+    // "/proc/thread-self" links to "PID/task/TID".
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok().and_then(ThreadRef::from_raw)
+}
 
-impl ThreadRef {
-    /// The calling thread; `None` where its state cannot be read
-    /// (everywhere but Linux, and under `--cfg httpool_portable`).
-    #[cfg(all(target_os = "linux", not(httpool_portable)))]
-    pub(crate) fn current() -> Option<ThreadRef> {
-        // "/proc/thread-self" links to "PID/task/TID".
-        let link = std::fs::read_link("/proc/thread-self").ok()?;
-        link.file_name()?.to_str()?.parse().ok().map(ThreadRef)
-    }
-
-    #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
-    pub(crate) fn current() -> Option<ThreadRef> {
-        None
-    }
-
-    /// Its id as a number (0 is no thread's), to keep in an atomic.
-    pub(crate) fn raw(self) -> u32 {
-        self.0
-    }
-
-    pub(crate) fn from_raw(raw: u32) -> Option<ThreadRef> {
-        (raw != 0).then_some(ThreadRef(raw))
-    }
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn current_thread() -> Option<ThreadRef> {
+    None
 }
 
 /// Whether `thread` is running or runnable (`R`: on a CPU, or preempted
@@ -354,7 +338,7 @@ pub(crate) fn wants_cpu(thread: ThreadRef) -> Option<bool> {
     let mut path = [0u8; 48];
     let len = {
         let mut at = &mut path[..];
-        write!(at, "/proc/self/task/{}/stat", thread.0).ok()?;
+        write!(at, "/proc/self/task/{}/stat", thread.raw()).ok()?;
         48 - at.len()
     };
     let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&path[..len]));
@@ -438,21 +422,21 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, mpsc};
 
-    use super::{ThreadRef, wants_cpu};
+    use super::{current_thread, wants_cpu};
 
     /// A thread that spins is running or waiting for a CPU, always; one
     /// blocked on a channel is asleep once it has got there; each thread has
     /// its own id.
     #[test]
     fn a_thread_that_spins_wants_a_cpu_and_one_that_waits_does_not() {
-        let me = ThreadRef::current().expect("this thread's id");
+        let me = current_thread().expect("this thread's id");
         assert_eq!(wants_cpu(me), Some(true), "this thread is running");
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let spinner = {
             let (stop, tx) = (stop.clone(), tx.clone());
             std::thread::spawn(move || {
-                tx.send(ThreadRef::current()).unwrap();
+                tx.send(current_thread()).unwrap();
                 while !stop.load(Ordering::Relaxed) {
                     std::hint::spin_loop();
                 }
@@ -468,7 +452,7 @@ mod tests {
 
         let (wake, asleep) = mpsc::channel::<()>();
         let sleeper = std::thread::spawn(move || {
-            tx.send(ThreadRef::current()).unwrap();
+            tx.send(current_thread()).unwrap();
             asleep.recv().unwrap();
         });
         let sleeping = rx.recv().unwrap().expect("the sleeper's id");

@@ -14,7 +14,7 @@ use std::os::windows::io::AsSocket;
 use mio::event::Source;
 use mio::{Interest, Registry, Token};
 
-use super::ListenerSetup;
+use super::{ListenerSetup, ThreadRef};
 
 /// Only `WouldBlock` re-arms a source: a short read leaves the connection
 /// unwatched until the engine reads again.
@@ -170,22 +170,9 @@ pub(crate) fn flush_stack_cache() {}
 /// Linux only.
 pub(crate) fn schedule_as_batch() {}
 
-/// A thread whose state could be read: none here (Linux only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ThreadRef(u32);
-
-impl ThreadRef {
-    pub(crate) fn current() -> Option<ThreadRef> {
-        None
-    }
-
-    pub(crate) fn raw(self) -> u32 {
-        self.0
-    }
-
-    pub(crate) fn from_raw(raw: u32) -> Option<ThreadRef> {
-        (raw != 0).then_some(ThreadRef(raw))
-    }
+/// Linux only: a thread's state is not read here.
+pub(crate) fn current_thread() -> Option<ThreadRef> {
+    None
 }
 
 /// Linux only.
