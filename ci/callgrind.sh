@@ -3,10 +3,14 @@
 # a noisy machine): testolope runs under valgrind while one client sends N
 # and then 2N sequential keep-alive requests; the difference of the two
 # totals divided by N is the cost of one request, start-up excluded.
+# With DEPTH=16 the client sends 16 requests at once and reads the 16
+# answers (pipelined), N times; the cost is then per request of a batch.
 #   bash ci/callgrind.sh [N]        # default N=2000
+#   DEPTH=16 bash ci/callgrind.sh 200
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-2000}
+DEPTH=${DEPTH:-1}
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
 cargo build --release --example testolope -q
 total() {
@@ -15,21 +19,21 @@ total() {
     valgrind --tool=callgrind --callgrind-out-file="$out" ./target/release/examples/testolope "127.0.0.1:$port" 4 \
         >/dev/null 2>&1 &
     local pid=$!
-    python3 - "$port" "$count" <<'PY'
+    python3 - "$port" "$count" "$DEPTH" <<'PY'
 import socket, sys, time
-port, n = int(sys.argv[1]), int(sys.argv[2])
+port, n, depth = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for _ in range(600):
     try:
         s = socket.create_connection(("127.0.0.1", port)); break
     except OSError:
         time.sleep(0.1)
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-req = b"GET /testolope HTTP/1.1\r\nHost: bench\r\n\r\n"
+req = b"GET /testolope HTTP/1.1\r\nHost: bench\r\n\r\n" * depth
 for _ in range(n):
     s.sendall(req)
     got = b""
-    while not got.endswith(b"Testolope"):
-        got += s.recv(4096)
+    while got.count(b"Testolope") < depth:
+        got += s.recv(65536)
 s.close()
 PY
     kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
@@ -39,4 +43,8 @@ PY
 a=$(total "$N" 19301)
 b=$(total $((2 * N)) 19302)
 echo "instructions: $N requests $a, $((2 * N)) requests $b"
-echo "per keep-alive request: $(( (b - a) / N ))"
+if ((DEPTH > 1)); then
+    echo "per request, $DEPTH pipelined at a time: $(( (b - a) / (N * DEPTH) ))"
+else
+    echo "per keep-alive request: $(( (b - a) / N ))"
+fi

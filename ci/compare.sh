@@ -9,6 +9,7 @@
 #   PIN=1 ROUNDS=3 DURATION=5 bash ci/compare.sh   # server CPU 0, wrk -t1 CPU 1
 #   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
 #   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
+#   MODES=pipelined DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh   # 16 requests at once
 #   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash ci/compare.sh
 #
 # Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2:

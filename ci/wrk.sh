@@ -13,7 +13,8 @@
 #   PIN=1 bash ci/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1 (Linux)
 #
 # Environment: ROUNDS (3), DURATION (10, seconds), CONNECTIONS (64), PIN (0),
-# MODES ("keepalive nokeepalive"), WARMUP (1, seconds of unrecorded load
+# MODES ("keepalive nokeepalive"; "pipelined" sends DEPTH (16) requests at
+# once on each connection), WARMUP (1, seconds of unrecorded load
 # after each server start), PORT (19001), CARGO_TARGET_DIR (target). Only
 # 127.0.0.1 is used.
 #
@@ -25,6 +26,7 @@ DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-64}
 PIN=${PIN:-0}
 MODES=${MODES:-keepalive nokeepalive}
+DEPTH=${DEPTH:-16}
 WARMUP=${WARMUP:-1}
 OS=$(uname -s)
 # Units of cpu_ticks: the kernel's clock ticks on Linux, ps's 10 ms on macOS.
@@ -153,23 +155,43 @@ cpu_ticks() {
     awk '{ print $12, $13 }' <<<"$rest"
 }
 
-# run_wrk URL SECONDS: runs wrk (pinned to CPU 1 with -t1 when PIN=1) and
-# prints its output.
+# run_wrk URL SECONDS [WRK_ARGS...]: runs wrk (pinned to CPU 1 with -t1
+# when PIN=1) and prints its output.
 run_wrk() {
+    local url=$1 seconds=$2
+    shift 2
     if [[ $PIN == 1 ]]; then
-        taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$2"s --latency "$1"
+        taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$seconds"s --latency "$@" "$url"
     else
-        wrk -t2 -c"$CONNECTIONS" -d"$2"s --latency "$1"
+        wrk -t2 -c"$CONNECTIONS" -d"$seconds"s --latency "$@" "$url"
     fi
 }
 
-# measure NAME MODE URL PID ROUND: one recorded wrk run; appends
+# pipeline_script: a wrk script that sends DEPTH requests for the path of
+# the URL at once on each connection and waits for all DEPTH responses
+# before the next batch (wrk counts and times each response).
+pipeline_script() {
+    local script=${TMPDIR:-/tmp}/httpool-pipeline-$DEPTH.lua
+    cat >"$script" <<EOF
+init = function(args)
+  local one = wrk.format("GET")
+  local batch = {}
+  for i = 1, $DEPTH do batch[i] = one end
+  req = table.concat(batch)
+end
+request = function() return req end
+EOF
+    echo "$script"
+}
+
+# measure NAME MODE URL PID ROUND [WRK_ARGS...]: one recorded wrk run; appends
 # "name mode round requests rps p99_us cpu_us_per_req errors sys_share" to
 # $RESULTS (CPU = utime+stime; sys_share = stime / (utime+stime)).
 measure() {
     local name=$1 mode=$2 url=$3 pid=$4 round=$5 u0 s0 u1 s1 out
+    shift 5
     read -r u0 s0 < <(cpu_ticks "$pid")
-    out=$(run_wrk "$url" "$DURATION")
+    out=$(run_wrk "$url" "$DURATION" "$@")
     read -r u1 s1 < <(cpu_ticks "$pid")
     awk -v name="$name" -v mode="$mode" -v round="$round" \
         -v ticks=$((u1 - u0 + s1 - s0)) -v sys=$((s1 - s0)) -v hz="$CLK_TCK" '
@@ -211,8 +233,9 @@ bench_server() {
         case $mode in
         keepalive) measure "$name" keepalive "$base/testolope" "$pid" "$round" ;;
         nokeepalive) measure "$name" nokeepalive "$base/testolope-nokeepalive" "$pid" "$round" ;;
+        pipelined) measure "$name" "pipelined$DEPTH" "$base/testolope" "$pid" "$round" -s "$(pipeline_script)" ;;
         *)
-            echo "unknown mode $mode (keepalive, nokeepalive)" >&2
+            echo "unknown mode $mode (keepalive, nokeepalive, pipelined)" >&2
             exit 1
             ;;
         esac
