@@ -13,7 +13,7 @@ use crate::status::{forbids_body, reason};
 /// handler: the status, its reason phrase as a short text body, and
 /// `Connection: close`.
 pub(crate) fn error_response(code: u16) -> Response {
-    Response::status(code).with_content_type("text/plain; charset=utf-8").with_body(reason(code)).with_close()
+    Response::status(code).with_own_type("text/plain; charset=utf-8").with_body(reason(code)).with_close()
 }
 
 /// Appends the whole answer with `status` and `Connection: close`: its

@@ -91,9 +91,10 @@ pub(crate) fn is_valid_name(name: &str) -> bool {
 /// trailing whitespace.
 pub(crate) fn is_valid_value(value: &str) -> bool {
     let bytes = value.as_bytes();
-    let ok_byte = |&b: &u8| b == b'\t' || (b >= 0x20 && b != 0x7f);
+    // Folded without stopping early, so that the loop is vectorized.
+    let bad = bytes.iter().fold(false, |bad, &b| bad | ((b < 0x20) & (b != b'\t')) | (b == 0x7f));
     let edge_ws = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
-    bytes.iter().all(ok_byte) && !edge_ws(bytes.first()) && !edge_ws(bytes.last())
+    !bad && !edge_ws(bytes.first()) && !edge_ws(bytes.last())
 }
 
 #[cfg(test)]
@@ -115,6 +116,26 @@ mod tests {
         assert!(is_valid_value("a\tb"));
         for bad in ["a\r\nSet-Cookie: x", "a\nb", "a\rb", "a\0b", "a\x7fb", " a", "a "] {
             assert!(!is_valid_value(bad), "{bad:?}");
+        }
+    }
+
+    /// The check is folded so that it is vectorized: a control at any
+    /// place in values of any length is refused.
+    #[test]
+    fn a_control_is_refused_wherever_it_is() {
+        for len in [1, 15, 16, 17, 31, 32, 33, 64, 65, 200] {
+            let clean = "a".repeat(len);
+            assert!(is_valid_value(&clean), "{len}");
+            for at in 0..len {
+                for (byte, ok) in
+                    [(b'\t', at != 0 && at != len - 1), (b'\n', false), (0x1f, false), (0x7f, false), (b'~', true)]
+                {
+                    let mut value = clean.clone().into_bytes();
+                    value[at] = byte;
+                    let value = String::from_utf8(value).unwrap();
+                    assert_eq!(is_valid_value(&value), ok, "{len} {at} {byte}");
+                }
+            }
         }
     }
 

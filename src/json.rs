@@ -74,7 +74,7 @@ impl Response {
     /// ```
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Response {
         match serde_json::to_vec(value) {
-            Ok(body) => Response::status(200).with_content_type("application/json").with_body(body),
+            Ok(body) => Response::status(200).with_own_type("application/json").with_body(body),
             Err(e) => {
                 error!("Response::json could not serialise the value: {e}; answering 500");
                 let mut resp = Response::status(500);

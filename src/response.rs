@@ -205,13 +205,13 @@ impl Response {
     /// # let _ = handler;
     /// ```
     pub fn text(body: impl Into<Content>) -> Response {
-        Response::status(200).with_content_type("text/plain; charset=utf-8").with_body(body)
+        Response::status(200).with_own_type("text/plain; charset=utf-8").with_body(body)
     }
 
     /// `200 OK` with an `application/octet-stream` body: a `&'static [u8]`
     /// (not copied), a `Vec<u8>`, or text; see [`Content`].
     pub fn bytes(body: impl Into<Content>) -> Response {
-        Response::status(200).with_content_type("application/octet-stream").with_body(body)
+        Response::status(200).with_own_type("application/octet-stream").with_body(body)
     }
 
     /// `200 OK` streaming `reader`. With `len` the body is sent with
@@ -220,7 +220,7 @@ impl Response {
     /// close-delimited to HTTP/1.0 clients.
     pub fn reader(reader: impl Read + Send + 'static, len: Option<u64>) -> Response {
         let body = Content(Payload::Reader { reader: Box::new(reader), len });
-        Response::status(200).with_content_type("application/octet-stream").with_body(body)
+        Response::status(200).with_own_type("application/octet-stream").with_body(body)
     }
 
     /// `101 Switching Protocols`: after it is sent, `on_upgrade` gets the
@@ -297,7 +297,7 @@ impl Response {
     /// ```
     pub fn file(file: std::fs::File, len: u64) -> Response {
         let body = Content(Payload::File { file, len });
-        Response::status(200).with_content_type("application/octet-stream").with_body(body)
+        Response::status(200).with_own_type("application/octet-stream").with_body(body)
     }
 
     /// Replaces the status code.
@@ -311,6 +311,14 @@ impl Response {
     /// Replaces the body.
     pub fn with_body(mut self, body: impl Into<Content>) -> Response {
         self.body = body.into().0;
+        self
+    }
+
+    /// Sets a `Content-Type` of the crate's own, known to be valid (a
+    /// handler's is checked: [`Response::with_content_type`]).
+    pub(crate) fn with_own_type(mut self, value: &'static str) -> Response {
+        debug_assert!(is_valid_value(value), "{value:?}");
+        self.content_type = Some(Cow::Borrowed(value));
         self
     }
 

@@ -143,8 +143,9 @@ fn is_known_coding(coding: &[u8]) -> bool {
 
 /// `Host = uri-host [ ":" port ]`: no whitespace, no userinfo, no path.
 fn check_host(value: &[u8]) -> Result<(), ParseError> {
-    let bad = |b: &u8| matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
-    if value.iter().any(bad) {
+    let bad = |b: u8| matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
+    // Folded without stopping early, so that the loop is vectorized.
+    if value.iter().fold(false, |found, &b| found | bad(b)) {
         return Err(ParseError::Malformed("invalid Host"));
     }
     Ok(())

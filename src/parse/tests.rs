@@ -392,3 +392,25 @@ fn a_head_gets_the_same_verdict_at_every_point_it_may_be_parsed() {
         .collect();
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
+
+/// The bare-LF scan is folded over pairs of bytes so that it is
+/// vectorized: it agrees with a plain scan on heads of any length, across
+/// the vector width, with a CR or an LF put at any place.
+#[test]
+fn a_bare_lf_is_found_wherever_it_is() {
+    let plain = |head: &[u8]| head.iter().enumerate().any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'));
+    for len in [1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 200] {
+        let clean: Vec<u8> = b"ab\r\n".iter().copied().cycle().take(len).collect();
+        assert_eq!(has_bare_lf(&clean), plain(&clean), "{len}");
+        for at in 0..len {
+            for byte in [b'\n', b'\r', b'x'] {
+                let mut head = clean.clone();
+                head[at] = byte;
+                assert_eq!(has_bare_lf(&head), plain(&head), "{len} {at} {byte}");
+            }
+        }
+    }
+    assert!(has_bare_lf(b"\nGET"));
+    assert!(!has_bare_lf(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+    assert!(has_bare_lf(b"GET / HTTP/1.1\r\nHost: a\r\nX: y\n\r\n"));
+}

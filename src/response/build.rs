@@ -13,7 +13,7 @@ impl Response {
     /// assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
     /// ```
     pub fn html(body: impl Into<Content>) -> Response {
-        Response::status(200).with_content_type("text/html; charset=utf-8").with_body(body)
+        Response::status(200).with_own_type("text/html; charset=utf-8").with_body(body)
     }
 
     /// A redirect: `status` (`301`, `302`, `303`, `307` or `308`) with
