@@ -40,6 +40,21 @@ fn absolute_path(target: &str) -> &str {
     }
 }
 
+/// The method at `(start, len)` of the head as text: the common ones as
+/// they are written, without the check `text` makes.
+fn method_text(head: &[u8], (start, len): (u32, u32)) -> &str {
+    match &head[start as usize..(start + len) as usize] {
+        b"GET" => "GET",
+        b"HEAD" => "HEAD",
+        b"POST" => "POST",
+        b"PUT" => "PUT",
+        b"DELETE" => "DELETE",
+        b"PATCH" => "PATCH",
+        b"OPTIONS" => "OPTIONS",
+        _ => text(head, (start, len)),
+    }
+}
+
 /// The bytes at `(start, len)` of the head as text: httparse only accepts
 /// visible ASCII in the method and target.
 fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
@@ -79,7 +94,7 @@ impl<'a> Request<'a> {
         tls: bool,
         body: Body<'a>,
     ) -> Request<'a> {
-        let (method, target) = (text(head, parsed.method), text(head, parsed.target));
+        let (method, target) = (method_text(head, parsed.method), text(head, parsed.target));
         Request {
             parsed,
             method,
