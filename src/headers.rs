@@ -127,14 +127,26 @@ mod tests {
             let clean = "a".repeat(len);
             assert!(is_valid_value(&clean), "{len}");
             for at in 0..len {
-                for (byte, ok) in
-                    [(b'\t', at != 0 && at != len - 1), (b'\n', false), (0x1f, false), (0x7f, false), (b'~', true)]
-                {
+                let inner = at != 0 && at != len - 1;
+                let cases = [
+                    (b'\t', inner),
+                    (b' ', inner),
+                    (b'\n', false),
+                    (0, false),
+                    (0x1f, false),
+                    (0x7f, false),
+                    (b'~', true),
+                ];
+                for (byte, ok) in cases {
                     let mut value = clean.clone().into_bytes();
                     value[at] = byte;
                     let value = String::from_utf8(value).unwrap();
                     assert_eq!(is_valid_value(&value), ok, "{len} {at} {byte}");
                 }
+                // Bytes past ASCII (obs-text) are accepted anywhere.
+                let mut value = clean.clone();
+                value.replace_range(at..=at, "é");
+                assert!(is_valid_value(&value), "{len} {at} é");
             }
         }
     }

@@ -399,11 +399,11 @@ fn a_head_gets_the_same_verdict_at_every_point_it_may_be_parsed() {
 #[test]
 fn a_bare_lf_is_found_wherever_it_is() {
     let plain = |head: &[u8]| head.iter().enumerate().any(|(i, &b)| b == b'\n' && (i == 0 || head[i - 1] != b'\r'));
-    for len in [1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 200] {
+    for len in [0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 200] {
         let clean: Vec<u8> = b"ab\r\n".iter().copied().cycle().take(len).collect();
         assert_eq!(has_bare_lf(&clean), plain(&clean), "{len}");
         for at in 0..len {
-            for byte in [b'\n', b'\r', b'x'] {
+            for byte in [b'\n', b'\r', b'x', 0x80, 0xff] {
                 let mut head = clean.clone();
                 head[at] = byte;
                 assert_eq!(has_bare_lf(&head), plain(&head), "{len} {at} {byte}");
