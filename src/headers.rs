@@ -2,7 +2,7 @@
 //! and values a handler sets on a response.
 
 use crate::parse::HeaderSpan;
-use crate::proto::is_token;
+use crate::proto::{any_byte, is_token};
 
 /// The headers of a request: spans into the head bytes.
 #[derive(Clone, Copy)]
@@ -91,8 +91,7 @@ pub(crate) fn is_valid_name(name: &str) -> bool {
 /// trailing whitespace.
 pub(crate) fn is_valid_value(value: &str) -> bool {
     let bytes = value.as_bytes();
-    // Folded without stopping early, so that the loop is vectorized.
-    let bad = bytes.iter().fold(false, |bad, &b| bad | ((b < 0x20) & (b != b'\t')) | (b == 0x7f));
+    let bad = any_byte(bytes, |b| ((b < 0x20) & (b != b'\t')) | (b == 0x7f));
     let edge_ws = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
     !bad && !edge_ws(bytes.first()) && !edge_ws(bytes.last())
 }

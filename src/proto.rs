@@ -73,6 +73,14 @@ pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
     s
 }
 
+/// Whether any byte of `bytes` is `wanted`. Every byte is looked at (no
+/// early exit), so that the loop is vectorized: these checks run over each
+/// head and each header value, and what they look for is rarely there.
+#[inline]
+pub(crate) fn any_byte(bytes: &[u8], wanted: impl Fn(u8) -> bool) -> bool {
+    bytes.iter().fold(false, |found, &b| found | wanted(b))
+}
+
 /// RFC 9110 §5.6.2 `tchar`.
 pub(crate) fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
