@@ -38,9 +38,16 @@ fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:9999".into());
     let mut server = Server::bind(&addr)?;
-    // An optional worker count, for scale runs (default: httpool's).
-    if let Some(workers) = args.next().and_then(|n| n.parse().ok()) {
-        server = server.workers(workers);
+    // An optional worker count, for scale runs (default: httpool's), or
+    // `pinned`: one worker per CPU, pinned to it (`Server::pin_workers`).
+    match args.next() {
+        Some(arg) if arg == "pinned" => server = server.pin_workers(true),
+        Some(arg) => {
+            if let Ok(workers) = arg.parse() {
+                server = server.workers(workers);
+            }
+        }
+        None => {}
     }
     eprintln!("testolope listening on http://{}/testolope", server.local_addr()?);
     // Until SIGINT or SIGTERM (Ctrl-C on Windows): then every request

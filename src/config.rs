@@ -127,6 +127,8 @@ pub(crate) struct Config {
     pub(crate) overload: Overload,
     /// Workers run under `SCHED_BATCH` (Linux).
     pub(crate) batch_scheduling: bool,
+    /// One core worker per CPU, pinned to it (Linux).
+    pub(crate) pin_workers: bool,
     pub(crate) limits: Limits,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
@@ -157,6 +159,7 @@ impl Default for Config {
             max_buffered_body_bytes: DEFAULT_MAX_BUFFERED_BODY_BYTES,
             overload: Overload::Wait,
             batch_scheduling: true,
+            pin_workers: false,
             #[cfg(feature = "tls")]
             tls: None,
             limits: Limits {

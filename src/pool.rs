@@ -48,10 +48,11 @@ pub(crate) struct Pool<H> {
 }
 
 impl<H: Handler> Pool<H> {
-    /// Starts the `workers` core threads. On an error (creating a thread
-    /// or its readiness queue failed) the threads already started are left
-    /// for the caller to stop (see `Server::spawn`).
-    pub(crate) fn start(shared: &Arc<Shared>, handler: H) -> (Arc<Pool<H>>, io::Result<()>) {
+    /// Starts the `workers` core threads, the `i`th pinned to `cpus[i]`
+    /// when `cpus` is not empty. On an error (creating a thread or its
+    /// readiness queue failed) the threads already started are left for
+    /// the caller to stop (see `Server::spawn`).
+    pub(crate) fn start(shared: &Arc<Shared>, handler: H, cpus: &[usize]) -> (Arc<Pool<H>>, io::Result<()>) {
         let pool = Arc::new_cyclic(|this| Pool {
             shared: shared.clone(),
             handler,
@@ -65,7 +66,8 @@ impl<H: Handler> Pool<H> {
             if !shared.reserve_thread(seat) {
                 break;
             }
-            if let Err(e) = pool.start_thread(seat) {
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            if let Err(e) = pool.start_thread(seat, cpu) {
                 shared.spawn_failed(seat);
                 return (pool, Err(e));
             }
@@ -73,10 +75,11 @@ impl<H: Handler> Pool<H> {
         (pool, Ok(()))
     }
 
-    /// Starts one counted thread sitting at `seat`. Everything the thread
-    /// needs that can fail (its readiness queue, the thread itself) is made
-    /// here, so a failure is the caller's to handle, never a worker's.
-    fn start_thread(&self, seat: usize) -> io::Result<()> {
+    /// Starts one counted thread sitting at `seat`, pinned to `cpu` if
+    /// given. Everything the thread needs that can fail (its readiness
+    /// queue, the thread itself) is made here, so a failure is the
+    /// caller's to handle, never a worker's.
+    fn start_thread(&self, seat: usize, cpu: Option<usize>) -> io::Result<()> {
         let pool = self.this.upgrade().ok_or_else(|| io::Error::other("the pool is gone"))?;
         let waiter = Waiter::new()?;
         let n = self.started.fetch_add(1, Ordering::Relaxed);
@@ -98,6 +101,9 @@ impl<H: Handler> Pool<H> {
                     }
                 }
             })?;
+        if let Some(cpu) = cpu {
+            sys::pin_thread(&handle, cpu);
+        }
         let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
         // The handles of threads that retired are let go as new ones start,
         // so the list stays as long as the pool.
@@ -109,7 +115,7 @@ impl<H: Handler> Pool<H> {
 
 impl<H: Handler> Workers for Pool<H> {
     fn spawn_for(&self, seat: usize) {
-        if let Err(e) = self.start_thread(seat) {
+        if let Err(e) = self.start_thread(seat, None) {
             warn!("starting a worker thread failed: {e}; going on with the threads there are");
             self.shared.spawn_failed(seat);
         }

@@ -19,6 +19,7 @@ use crate::request::Request;
 use crate::shared::Shared;
 use crate::signals::StopSignals;
 use crate::stats::Stats;
+use crate::sys;
 
 /// A server, configured and bound, not yet running.
 ///
@@ -199,6 +200,28 @@ impl Server {
     /// other systems (no such policy) it does nothing. Default: on.
     pub fn batch_scheduling(mut self, on: bool) -> Server {
         self.config.batch_scheduling = on;
+        self
+    }
+
+    /// On Linux, run one core worker per CPU the process may use, each
+    /// pinned to its CPU (sched_setaffinity(2)): the core count
+    /// ([`Server::workers`]) is then that number of CPUs. Threads started
+    /// on demand, for handlers that block, are not pinned.
+    ///
+    /// Where other busy threads share the machine's cores (a load generator,
+    /// a database), this keeps the tail short at saturation: with one
+    /// worker on every core, the scheduler spreads the other threads
+    /// instead of stacking two on one core, where each waits out the
+    /// other's time slice (BENCHMARKS.md). A pinned worker cannot move away
+    /// from a core that other work crowds, so leave it off where the CPUs
+    /// are shared with work that must not be crowded.
+    ///
+    /// It does nothing when the process is given less CPU time than the
+    /// CPUs it may run on (a container's CPU quota): every such process
+    /// would pin its workers to the same first few CPUs. Nor on macOS,
+    /// Windows and other systems. Default: off.
+    pub fn pin_workers(mut self, on: bool) -> Server {
+        self.config.pin_workers = on;
         self
     }
 
@@ -499,9 +522,22 @@ impl Server {
             Bound::Unix(l) => Listener::unix(l)?,
         };
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
-        let seats = self.config.workers.min(cores);
-        let shared = Arc::new(Shared::new(self.config, listener, seats)?);
-        let (pool, started) = Pool::start(&shared, handler);
+        let mut config = self.config;
+        let mut cpus = if config.pin_workers { sys::allowed_cpus() } else { Vec::new() };
+        if cpus.len() > cores {
+            // A CPU share below the CPUs allowed (a container's quota): the
+            // first few CPUs would take the pinned workers of every such
+            // process on the machine.
+            debug!("workers not pinned: {cores} CPUs' worth of time on {} CPUs", cpus.len());
+            cpus.clear();
+        }
+        if !cpus.is_empty() {
+            config.workers = cpus.len();
+            config.max_workers = config.max_workers.max(config.workers);
+        }
+        let seats = config.workers.min(cores);
+        let shared = Arc::new(Shared::new(config, listener, seats)?);
+        let (pool, started) = Pool::start(&shared, handler, &cpus);
         let workers: Arc<dyn Workers> = pool;
         let monitor = Monitor::new(shared.clone(), workers.clone());
         let monitor = match started {

@@ -379,6 +379,66 @@ pub(crate) fn schedule_as_batch() {
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
 pub(crate) fn schedule_as_batch() {}
 
+/// The CPUs the calling thread may run on, in order
+/// ([`Server::pin_workers`](crate::Server::pin_workers)); empty when they
+/// cannot be read.
+///
+/// Neither std nor rustix reads the affinity mask, hence `unsafe`.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[allow(unsafe_code)]
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `cpu_set_t` is a plain bit array, for which all zeroes is a
+    // valid (empty) value.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sched_getaffinity(2) writes at most the size given, which is
+    // the size of `set`, into `set`, alive on this frame for the whole
+    // call; pid 0 names the calling thread.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw mut set) };
+    if rc != 0 {
+        warn!("reading the CPUs the process may use failed: {}", io::Error::last_os_error());
+        return Vec::new();
+    }
+    // SAFETY: CPU_ISSET only reads the bit array behind the reference, and
+    // only for indices below CPU_SETSIZE, which is its size in bits.
+    (0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect()
+}
+
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    Vec::new()
+}
+
+/// Runs `thread` on `cpu` only
+/// ([`Server::pin_workers`](crate::Server::pin_workers)), from before it
+/// does anything. A failure (the CPU went offline, say) is logged; the
+/// thread then runs where it may.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[allow(unsafe_code)]
+pub(crate) fn pin_thread(thread: &std::thread::JoinHandle<()>, cpu: usize) {
+    use std::os::unix::thread::JoinHandleExt;
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return;
+    }
+    // SAFETY: all zeroes is a valid, empty `cpu_set_t` (a plain bit array).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit of the array behind the reference, at
+    // an index checked above to be below CPU_SETSIZE, its size in bits.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pthread_setaffinity_np(3) reads the size given, the size of
+    // `set`, from `set`, alive on this frame for the whole call, and writes
+    // no memory of ours. The pthread handle is valid: the thread is not
+    // joined or detached while `thread`, its join handle, is borrowed.
+    let rc = unsafe {
+        libc::pthread_setaffinity_np(thread.as_pthread_t(), std::mem::size_of::<libc::cpu_set_t>(), &raw const set)
+    };
+    if rc != 0 {
+        warn!("pinning a worker to CPU {cpu} failed: {}", io::Error::from_raw_os_error(rc));
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: usize) {}
+
 /// What the process does with a signal when it comes, as it stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Disposition {

@@ -170,6 +170,14 @@ pub(crate) fn flush_stack_cache() {}
 /// Linux only.
 pub(crate) fn schedule_as_batch() {}
 
+/// Linux only: no worker is pinned here.
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    Vec::new()
+}
+
+/// Linux only.
+pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: usize) {}
+
 /// Linux only: a thread's state is not read here.
 pub(crate) fn current_thread() -> Option<ThreadRef> {
     None
