@@ -12,7 +12,8 @@
 #   MODES=pipelined DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh   # 16 requests at once
 #   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash ci/compare.sh
 #
-# Servers: httpool (examples/testolope), c (benches/c_responder.c, cc -O2:
+# Servers: httpool (examples/testolope), pinned (the same with
+# Server::pin_workers: one worker per CPU, pinned), c (benches/c_responder.c, cc -O2:
 # epoll on Linux, kqueue on macOS), ehttpd, may_minihttp, hyper, actix, astra
 # (benches/peers, its own workspace and target dir). A peer that does not
 # build is reported and skipped.
@@ -45,6 +46,10 @@ for s in $SERVERS; do
     httpool)
         cargo build --release --example testolope
         cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port"
+        ;;
+    pinned)
+        cargo build --release --example testolope
+        cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port pinned"
         ;;
     before)
         [[ -n ${BEFORE:-} ]] || {

@@ -22,7 +22,8 @@
 #   SERVERS="httpool actix" BLOCKING=64 DURATION=2 IDLE_WAIT=0 bash ci/mixed.sh
 #   BEFORE=/path/to/old/testolope SERVERS="httpool before" bash ci/mixed.sh
 #
-# Servers: httpool (examples/testolope, default settings), before (BEFORE, the
+# Servers: httpool (examples/testolope, default settings), pinned (the same
+# with Server::pin_workers), before (BEFORE, the
 # testolope of another build, to compare builds side by side), actix, hyper,
 # ehttpd, astra, may_minihttp (benches/peers, its own workspace and target
 # dir). Each serves /sleep the way its crate advises for blocking work; see
@@ -274,6 +275,10 @@ main() {
             cargo build --release --example testolope
             CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]}"
             ;;
+        pinned)
+            cargo build --release --example testolope
+            CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]} pinned"
+            ;;
         before)
             [[ -n ${BEFORE:-} ]] || die "server 'before' needs BEFORE=path/to/testolope"
             CMD[$s]="$BEFORE 127.0.0.1:${PORT[$s]}"
@@ -286,7 +291,7 @@ main() {
             fi
             CMD[$s]="$PEERS/target/release/$pkg 127.0.0.1:${PORT[$s]}"
             ;;
-        *) die "unknown server $s (httpool before actix hyper ehttpd astra may_minihttp)" ;;
+        *) die "unknown server $s (httpool pinned before actix hyper ehttpd astra may_minihttp)" ;;
         esac
         built+=("$s")
     done

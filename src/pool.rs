@@ -45,6 +45,10 @@ pub(crate) struct Pool<H> {
     handles: Arc<Handles>,
     /// For thread names.
     started: AtomicUsize,
+    /// With pinned core workers: the CPUs they were pinned to, where the
+    /// threads started on demand may run (a thread inherits the pinning of
+    /// the one that starts it). Else empty.
+    cpus: Vec<usize>,
 }
 
 impl<H: Handler> Pool<H> {
@@ -59,6 +63,7 @@ impl<H: Handler> Pool<H> {
             this: this.clone(),
             handles: Arc::new(Mutex::new(Vec::new())),
             started: AtomicUsize::new(0),
+            cpus: cpus.to_vec(),
         });
         let seats = shared.seats.len();
         for i in 0..shared.config.workers {
@@ -66,7 +71,7 @@ impl<H: Handler> Pool<H> {
             if !shared.reserve_thread(seat) {
                 break;
             }
-            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            let cpu = (!cpus.is_empty()).then(|| i % cpus.len());
             if let Err(e) = pool.start_thread(seat, cpu) {
                 shared.spawn_failed(seat);
                 return (pool, Err(e));
@@ -75,8 +80,9 @@ impl<H: Handler> Pool<H> {
         (pool, Ok(()))
     }
 
-    /// Starts one counted thread sitting at `seat`, pinned to `cpu` if
-    /// given. Everything the thread needs that can fail (its readiness
+    /// Starts one counted thread sitting at `seat`, pinned to the `cpu`th
+    /// of the pinned CPUs if given, else free to run on any of them.
+    /// Everything the thread needs that can fail (its readiness
     /// queue, the thread itself) is made here, so a failure is the
     /// caller's to handle, never a worker's.
     fn start_thread(&self, seat: usize, cpu: Option<usize>) -> io::Result<()> {
@@ -101,8 +107,8 @@ impl<H: Handler> Pool<H> {
                     }
                 }
             })?;
-        if let Some(cpu) = cpu {
-            sys::pin_thread(&handle, cpu);
+        if !self.cpus.is_empty() {
+            sys::pin_thread(&handle, cpu.map_or(&self.cpus[..], |i| &self.cpus[i..=i]));
         }
         let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
         // The handles of threads that retired are let go as new ones start,

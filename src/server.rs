@@ -206,7 +206,7 @@ impl Server {
     /// On Linux, run one core worker per CPU the process may use, each
     /// pinned to its CPU (sched_setaffinity(2)): the core count
     /// ([`Server::workers`]) is then that number of CPUs. Threads started
-    /// on demand, for handlers that block, are not pinned.
+    /// on demand, for handlers that block, run on any of them.
     ///
     /// Where other busy threads share the machine's cores (a load generator,
     /// a database), this keeps the tail short at saturation: with one

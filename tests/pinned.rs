@@ -29,15 +29,15 @@ fn cpus_of(task: &str) -> Vec<usize> {
     parse_cpus(line)
 }
 
-/// The CPUs each worker thread of this process may run on, in the order
-/// the threads were started (of their ids: the name the kernel keeps is cut
-/// before the worker's number).
-fn workers() -> Vec<Vec<usize>> {
+/// The CPUs each thread of this process named `prefix`… may run on, in
+/// the order the threads were started (of their ids: the name the kernel
+/// keeps is cut before a worker's number).
+fn threads(prefix: &str) -> Vec<Vec<usize>> {
     let mut found = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap() {
         let task = task.unwrap().file_name().into_string().unwrap();
         let Ok(name) = std::fs::read_to_string(format!("/proc/self/task/{task}/comm")) else { continue };
-        if name.starts_with("httpool-worker") {
+        if name.starts_with(prefix) {
             found.push((task.parse::<u64>().unwrap(), cpus_of(&task)));
         }
     }
@@ -45,17 +45,17 @@ fn workers() -> Vec<Vec<usize>> {
     found.into_iter().map(|(_, cpus)| cpus).collect()
 }
 
-/// The workers once `n` of them have named themselves (each does as it
-/// starts), at most [`common::PATIENCE`].
-fn named_workers(n: usize) -> Vec<Vec<usize>> {
+/// The threads named `prefix`… once `n` of them have named themselves
+/// (each does as it starts), at most [`common::PATIENCE`].
+fn named(prefix: &str, n: usize) -> Vec<Vec<usize>> {
     let deadline = std::time::Instant::now() + common::PATIENCE;
     loop {
-        let found = workers();
+        let found = threads(prefix);
         assert!(found.len() <= n, "{found:?}");
         if found.len() == n {
             return found;
         }
-        assert!(std::time::Instant::now() < deadline, "{n} workers did not start: {found:?}");
+        assert!(std::time::Instant::now() < deadline, "{n} of {prefix} did not start: {found:?}");
         std::thread::yield_now();
     }
 }
@@ -69,12 +69,13 @@ fn pinned_core_workers_take_one_cpu_each_and_threads_added_for_blocking_handlers
     let core = if pinning { allowed.len() } else { 7 };
     // Asked for 7 core workers: pinning sets the count to the CPUs.
     let (server, entered, release) = blocking_server(|s| s.workers(7).pin_workers(true).max_workers(core + 1));
-    let started = named_workers(core);
+    let started = named("httpool-worker", core);
     for (i, cpus) in started.iter().enumerate() {
         let expected = if pinning { vec![allowed[i]] } else { allowed.clone() };
         assert_eq!(cpus, &expected, "worker {i}: pinned to the {i}th allowed CPU, unless under a quota");
     }
     assert_eq!(server.stats().threads, core as u64);
+    assert_eq!(named("httpool-monitor", 1), std::slice::from_ref(&allowed), "the monitor is not pinned");
     // Every core worker blocks in a handler: the thread added so that the
     // server goes on serving may run on any allowed CPU.
     let mut blocked = Vec::new();
@@ -85,7 +86,7 @@ fn pinned_core_workers_take_one_cpu_each_and_threads_added_for_blocking_handlers
         blocked.push(conn);
     }
     wait_for(&server, "a thread added beside the blocked ones", |s| s.threads == core as u64 + 1);
-    let all = named_workers(core + 1);
+    let all = named("httpool-worker", core + 1);
     assert_eq!(all[core], allowed, "the added thread is not pinned");
     // It serves: a trivial request while every core worker is blocked.
     let mut conn = connect(server.local_addr());

@@ -408,22 +408,21 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
-/// Runs `thread` on `cpu` only
+/// Runs `thread` on `cpus` only
 /// ([`Server::pin_workers`](crate::Server::pin_workers)), from before it
-/// does anything. A failure (the CPU went offline, say) is logged; the
+/// does anything. A failure (a CPU went offline, say) is logged; the
 /// thread then runs where it may.
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
-pub(crate) fn pin_thread(thread: &std::thread::JoinHandle<()>, cpu: usize) {
+pub(crate) fn pin_thread(thread: &std::thread::JoinHandle<()>, cpus: &[usize]) {
     use std::os::unix::thread::JoinHandleExt;
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return;
-    }
     // SAFETY: all zeroes is a valid, empty `cpu_set_t` (a plain bit array).
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: CPU_SET writes one bit of the array behind the reference, at
-    // an index checked above to be below CPU_SETSIZE, its size in bits.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus.iter().filter(|&&cpu| cpu < libc::CPU_SETSIZE as usize) {
+        // SAFETY: CPU_SET writes one bit of the array behind the reference,
+        // at an index below CPU_SETSIZE, its size in bits.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: pthread_setaffinity_np(3) reads the size given, the size of
     // `set`, from `set`, alive on this frame for the whole call, and writes
     // no memory of ours. The pthread handle is valid: the thread is not
@@ -432,12 +431,12 @@ pub(crate) fn pin_thread(thread: &std::thread::JoinHandle<()>, cpu: usize) {
         libc::pthread_setaffinity_np(thread.as_pthread_t(), std::mem::size_of::<libc::cpu_set_t>(), &raw const set)
     };
     if rc != 0 {
-        warn!("pinning a worker to CPU {cpu} failed: {}", io::Error::from_raw_os_error(rc));
+        warn!("pinning a thread to CPUs {cpus:?} failed: {}", io::Error::from_raw_os_error(rc));
     }
 }
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
-pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: usize) {}
+pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: &[usize]) {}
 
 /// What the process does with a signal when it comes, as it stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -176,7 +176,7 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Linux only.
-pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: usize) {}
+pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: &[usize]) {}
 
 /// Linux only: a thread's state is not read here.
 pub(crate) fn current_thread() -> Option<ThreadRef> {
