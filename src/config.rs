@@ -24,6 +24,10 @@ pub const DEFAULT_WORKER_STACK_SIZE: usize = 2 * 1024 * 1024;
 
 /// Default number of ready connections that may wait for a free worker.
 pub const DEFAULT_QUEUE_DEPTH: usize = 1024;
+
+/// Default listen backlog: connections the kernel completes and holds until
+/// the server accepts them (std binds with 128).
+pub const DEFAULT_LISTEN_BACKLOG: u32 = 1024;
 /// Default cap on open connections; past it the server stops accepting.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 /// Default time an idle keep-alive connection is kept open.
@@ -129,6 +133,7 @@ pub(crate) struct Config {
     pub(crate) batch_scheduling: bool,
     /// One core worker per CPU, pinned to it (Linux).
     pub(crate) pin_workers: bool,
+    pub(crate) listen_backlog: u32,
     pub(crate) limits: Limits,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
@@ -160,6 +165,7 @@ impl Default for Config {
             overload: Overload::Wait,
             batch_scheduling: true,
             pin_workers: false,
+            listen_backlog: DEFAULT_LISTEN_BACKLOG,
             #[cfg(feature = "tls")]
             tls: None,
             limits: Limits {

@@ -45,15 +45,14 @@ pub(crate) struct Pool<H> {
     handles: Arc<Handles>,
     /// For thread names.
     started: AtomicUsize,
-    /// With pinned core workers: the CPUs they were pinned to, where the
-    /// threads started on demand may run (a thread inherits the pinning of
-    /// the one that starts it). Else empty.
+    /// With pinned workers, each seat's CPU: the thread that sits at a seat
+    /// runs there. Else empty.
     cpus: Vec<usize>,
 }
 
 impl<H: Handler> Pool<H> {
-    /// Starts the `workers` core threads, the `i`th pinned to `cpus[i]`
-    /// when `cpus` is not empty. On an error (creating a thread or its
+    /// Starts the `workers` core threads; with `cpus` (one per seat), each
+    /// worker runs on the CPU of the seat it sits at. On an error (creating a thread or its
     /// readiness queue failed) the threads already started are left for
     /// the caller to stop (see `Server::spawn`).
     pub(crate) fn start(shared: &Arc<Shared>, handler: H, cpus: &[usize]) -> (Arc<Pool<H>>, io::Result<()>) {
@@ -71,8 +70,7 @@ impl<H: Handler> Pool<H> {
             if !shared.reserve_thread(seat) {
                 break;
             }
-            let cpu = (!cpus.is_empty()).then(|| i % cpus.len());
-            if let Err(e) = pool.start_thread(seat, cpu) {
+            if let Err(e) = pool.start_thread(seat) {
                 shared.spawn_failed(seat);
                 return (pool, Err(e));
             }
@@ -80,12 +78,10 @@ impl<H: Handler> Pool<H> {
         (pool, Ok(()))
     }
 
-    /// Starts one counted thread sitting at `seat`, pinned to the `cpu`th
-    /// of the pinned CPUs if given, else free to run on any of them.
-    /// Everything the thread needs that can fail (its readiness
+    /// Starts one counted thread sitting at `seat`. Everything the thread needs that can fail (its readiness
     /// queue, the thread itself) is made here, so a failure is the
     /// caller's to handle, never a worker's.
-    fn start_thread(&self, seat: usize, cpu: Option<usize>) -> io::Result<()> {
+    fn start_thread(&self, seat: usize) -> io::Result<()> {
         let pool = self.this.upgrade().ok_or_else(|| io::Error::other("the pool is gone"))?;
         let waiter = Waiter::new()?;
         let n = self.started.fetch_add(1, Ordering::Relaxed);
@@ -107,9 +103,6 @@ impl<H: Handler> Pool<H> {
                     }
                 }
             })?;
-        if !self.cpus.is_empty() {
-            sys::pin_thread(&handle, cpu.map_or(&self.cpus[..], |i| &self.cpus[i..=i]));
-        }
         let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
         // The handles of threads that retired are let go as new ones start,
         // so the list stays as long as the pool.
@@ -119,9 +112,21 @@ impl<H: Handler> Pool<H> {
     }
 }
 
+impl<H> Pool<H> {
+    /// With pinned workers, moves the calling thread to the CPU of `seat`
+    /// unless it runs there already (`pinned_at`: the seat it was pinned
+    /// for, updated).
+    fn pin(&self, seat: usize, pinned_at: &mut Option<usize>) {
+        if !self.cpus.is_empty() && *pinned_at != Some(seat) {
+            sys::pin_current_thread(&self.cpus[seat % self.cpus.len()..][..1]);
+            *pinned_at = Some(seat);
+        }
+    }
+}
+
 impl<H: Handler> Workers for Pool<H> {
     fn spawn_for(&self, seat: usize) {
-        if let Err(e) = self.start_thread(seat, None) {
+        if let Err(e) = self.start_thread(seat) {
             warn!("starting a worker thread failed: {e}; going on with the threads there are");
             self.shared.spawn_failed(seat);
         }
@@ -201,9 +206,15 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
     let mut scratch = Scratch::new(&shared.config);
     let me = sys::current_thread();
     shared.arrive(seat);
+    // With pinned workers, the seat whose CPU this thread runs on: it moves
+    // with the thread when it adopts another seat (a thread inherits the
+    // CPUs of the one that starts it, whatever seat that sits at).
+    let mut pinned_at = None;
+    pool.pin(seat, &mut pinned_at);
     loop {
         match shared.next(&mut seat, me) {
             Work::Serve(conn) => {
+                pool.pin(seat, &mut pinned_at);
                 let mut place = Place { pool, shared, seat, me };
                 serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
                 // Room freed for a connection that waits to be accepted.

@@ -203,10 +203,12 @@ impl Server {
         self
     }
 
-    /// On Linux, run one core worker per CPU the process may use, each
-    /// pinned to its CPU (sched_setaffinity(2)): the core count
-    /// ([`Server::workers`]) is then that number of CPUs. Threads started
-    /// on demand, for handlers that block, run on any of them.
+    /// On Linux, run one core worker per CPU the server may run on (those
+    /// of the thread that starts it), and keep every worker thread on the
+    /// CPU of the seat it serves (sched_setaffinity(2)): the core count
+    /// ([`Server::workers`]) is then that number of CPUs, and
+    /// [`Server::max_workers`] at least that. A thread started on demand,
+    /// for a handler that blocks, runs on the CPU of the seat it takes over.
     ///
     /// Where other busy threads share the machine's cores (a load generator,
     /// a database), this keeps the tail short at saturation: with one
@@ -222,6 +224,20 @@ impl Server {
     /// Windows and other systems. Default: off.
     pub fn pin_workers(mut self, on: bool) -> Server {
         self.config.pin_workers = on;
+        self
+    }
+
+    /// Connections the kernel completes and holds until the server accepts
+    /// them (listen(2)'s backlog), set on the listener as the server starts,
+    /// whether it bound the listener or was given it. Past it, a new
+    /// client's handshake is dropped and retried a second later (or its
+    /// first request resent 200 ms later): a burst of connections larger
+    /// than the backlog, as when a thousand clients connect at once, shows
+    /// in the tail. The kernel caps it (Linux: `net.core.somaxconn`, 4096
+    /// by default). On Windows the listener keeps the backlog it was bound
+    /// with. Default: [`DEFAULT_LISTEN_BACKLOG`](crate::DEFAULT_LISTEN_BACKLOG).
+    pub fn listen_backlog(mut self, n: u32) -> Server {
+        self.config.listen_backlog = n;
         self
     }
 
@@ -516,6 +532,15 @@ impl Server {
     /// Starts the server; with `signals`, SIGINT and SIGTERM stop it.
     fn start<H: Handler>(self, handler: H, signals: bool) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
+        let backlog = self.config.listen_backlog;
+        let set = match &self.listener {
+            Bound::Tcp(l) => sys::set_backlog(l, backlog),
+            #[cfg(unix)]
+            Bound::Unix(l) => sys::set_backlog(l, backlog),
+        };
+        if let Err(e) = set {
+            warn!("setting the listen backlog to {backlog} failed: {e}");
+        }
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
             #[cfg(unix)]

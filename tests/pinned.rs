@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{blocking_server, connect, get, read_reply, send, wait_for};
 
 /// The CPUs in a `Cpus_allowed_list` value ("0-3,8,10-11").
@@ -45,59 +47,80 @@ fn threads(prefix: &str) -> Vec<Vec<usize>> {
     found.into_iter().map(|(_, cpus)| cpus).collect()
 }
 
-/// The threads named `prefix`… once `n` of them have named themselves
-/// (each does as it starts), at most [`common::PATIENCE`].
-fn named(prefix: &str, n: usize) -> Vec<Vec<usize>> {
+/// Waits until the threads named `prefix`… (in the order they were
+/// started) pass `check`, at most [`common::PATIENCE`]: each thread names
+/// itself, and a worker sets its own CPUs, as it starts.
+fn wait_for_threads(prefix: &str, what: &str, check: impl Fn(&[Vec<usize>]) -> bool) -> Vec<Vec<usize>> {
     let deadline = std::time::Instant::now() + common::PATIENCE;
     loop {
         let found = threads(prefix);
-        assert!(found.len() <= n, "{found:?}");
-        if found.len() == n {
+        if check(&found) {
             return found;
         }
-        assert!(std::time::Instant::now() < deadline, "{n} of {prefix} did not start: {found:?}");
+        assert!(std::time::Instant::now() < deadline, "{what}: {prefix} threads on {found:?}");
         std::thread::yield_now();
     }
 }
 
+/// `n` threads, each on one of `allowed`, together on every one of them.
+fn one_cpu_each_covering(found: &[Vec<usize>], n: usize, allowed: &[usize]) -> bool {
+    let single = found.iter().all(|cpus| cpus.len() == 1 && allowed.contains(&cpus[0]));
+    found.len() == n && single && allowed.iter().all(|cpu| found.iter().any(|cpus| cpus == &[*cpu]))
+}
+
 #[test]
-fn pinned_core_workers_take_one_cpu_each_and_threads_added_for_blocking_handlers_are_free() {
+fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     let allowed = cpus_of("self");
     let cores = std::thread::available_parallelism().unwrap().get();
-    // Under a CPU quota nothing is pinned: the 7 asked for stay, free.
-    let pinning = cores >= allowed.len();
-    let core = if pinning { allowed.len() } else { 7 };
-    // Asked for 7 core workers: pinning sets the count to the CPUs.
-    let (server, entered, release) = blocking_server(|s| s.workers(7).pin_workers(true).max_workers(core + 1));
-    let started = named("httpool-worker", core);
-    for (i, cpus) in started.iter().enumerate() {
-        let expected = if pinning { vec![allowed[i]] } else { allowed.clone() };
-        assert_eq!(cpus, &expected, "worker {i}: pinned to the {i}th allowed CPU, unless under a quota");
+    // Asked for 7 core workers: pinning sets the count to the CPUs. Extra
+    // threads retire at once when idle.
+    let (server, entered, release) = blocking_server(|s| {
+        s.workers(7).pin_workers(true).max_workers(allowed.len() + 1).worker_idle_timeout(Duration::from_millis(1))
+    });
+    if cores < allowed.len() {
+        // Under a CPU quota nothing is pinned: the 7 asked for stay, free.
+        wait_for_threads("httpool-worker", "7 free workers", |found| {
+            found.len() == 7 && found.iter().all(|cpus| cpus == &allowed)
+        });
+        assert!(server.shutdown());
+        return;
     }
+    let core = allowed.len();
+    let expected: Vec<Vec<usize>> = allowed.iter().map(|&cpu| vec![cpu]).collect();
+    wait_for_threads("httpool-worker", "one worker pinned to each CPU, in turn", |found| found == expected);
     assert_eq!(server.stats().threads, core as u64);
-    assert_eq!(named("httpool-monitor", 1), std::slice::from_ref(&allowed), "the monitor is not pinned");
-    // Every core worker blocks in a handler: the thread added so that the
-    // server goes on serving may run on any allowed CPU.
-    let mut blocked = Vec::new();
-    for _ in 0..core {
-        let mut conn = connect(server.local_addr());
-        send(&mut conn, &get("/block"));
-        entered.recv().unwrap();
-        blocked.push(conn);
-    }
-    wait_for(&server, "a thread added beside the blocked ones", |s| s.threads == core as u64 + 1);
-    let all = named("httpool-worker", core + 1);
-    assert_eq!(all[core], allowed, "the added thread is not pinned");
-    // It serves: a trivial request while every core worker is blocked.
+    wait_for_threads("httpool-monitor", "the monitor is not pinned", |found| found == [allowed.clone()]);
+
+    // A handler blocks, and the monitor (not pinned) starts a thread in its
+    // worker's place: it runs on the CPU of that seat.
     let mut conn = connect(server.local_addr());
-    send(&mut conn, &get("/"));
+    send(&mut conn, &get("/block"));
+    entered.recv().unwrap();
+    wait_for(&server, "a thread started by the monitor", |s| s.threads == core as u64 + 1);
+    wait_for_threads("httpool-worker", "a thread the monitor started", |found| {
+        one_cpu_each_covering(found, core + 1, &allowed)
+    });
+    // Whichever thread retires once the handler is done, every seat keeps
+    // a thread on its CPU.
+    release.send(()).unwrap();
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"done");
-    for _ in 0..core {
-        release.send(()).unwrap();
-    }
-    for conn in &mut blocked {
-        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
-    }
+    wait_for(&server, "the added thread to retire", |s| s.threads == core as u64);
+    wait_for_threads("httpool-worker", "a thread retired", |found| one_cpu_each_covering(found, core, &allowed));
+
+    // The connection's handler blocked before: its worker hands its seat
+    // to a new thread itself before calling the next one.
+    send(&mut conn, &get("/block"));
+    entered.recv().unwrap();
+    wait_for(&server, "a thread started by a worker", |s| s.threads == core as u64 + 1);
+    wait_for_threads("httpool-worker", "a thread a worker started", |found| {
+        one_cpu_each_covering(found, core + 1, &allowed)
+    });
+    // A trivial request is served meanwhile.
+    let mut other = connect(server.local_addr());
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
+    release.send(()).unwrap();
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"done");
     assert!(server.shutdown());
 }
 

@@ -108,6 +108,20 @@ pub(crate) fn set_up_tcp_listener(listener: &std::net::TcpListener) -> io::Resul
     Ok(ListenerSetup { deferred: false, nodelay_inherited: false })
 }
 
+/// Sets how many connections the kernel completes and holds for accepting
+/// ([`Server::listen_backlog`](crate::Server::listen_backlog)): listen(2)
+/// on a socket that already listens changes its backlog. The kernel caps
+/// it (Linux: `net.core.somaxconn`).
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+pub(crate) fn set_backlog(listener: &impl AsFd, backlog: u32) -> io::Result<()> {
+    Ok(rustix::net::listen(listener, i32::try_from(backlog).unwrap_or(i32::MAX))?)
+}
+
+#[cfg(not(any(target_os = "linux", target_vendor = "apple")))]
+pub(crate) fn set_backlog(_: &impl AsFd, _: u32) -> io::Result<()> {
+    Ok(())
+}
+
 /// Makes a Unix domain listener non-blocking, and on Apple systems never
 /// raising `SIGPIPE` (see [`no_sigpipe`]).
 pub(crate) fn set_up_unix_listener(listener: &std::os::unix::net::UnixListener) -> io::Result<()> {
@@ -147,7 +161,7 @@ const DEFER_ACCEPT_SECS: libc::c_int = 1;
 /// until the kernel lets it through.
 ///
 /// Neither std (unstable `tcp_deferaccept`) nor rustix wraps this option,
-/// hence `unsafe` (one of the crate's five blocks; see the guide's
+/// hence `unsafe` (one of the crate's few; see the guide's
 /// Security section).
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
@@ -408,14 +422,12 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
-/// Runs `thread` on `cpus` only
-/// ([`Server::pin_workers`](crate::Server::pin_workers)), from before it
-/// does anything. A failure (a CPU went offline, say) is logged; the
-/// thread then runs where it may.
+/// Runs the calling thread on `cpus` only
+/// ([`Server::pin_workers`](crate::Server::pin_workers)). A failure (a CPU
+/// went offline, say) is logged; the thread then runs where it may.
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
-pub(crate) fn pin_thread(thread: &std::thread::JoinHandle<()>, cpus: &[usize]) {
-    use std::os::unix::thread::JoinHandleExt;
+pub(crate) fn pin_current_thread(cpus: &[usize]) {
     // SAFETY: all zeroes is a valid, empty `cpu_set_t` (a plain bit array).
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &cpu in cpus.iter().filter(|&&cpu| cpu < libc::CPU_SETSIZE as usize) {
@@ -423,20 +435,17 @@ pub(crate) fn pin_thread(thread: &std::thread::JoinHandle<()>, cpus: &[usize]) {
         // at an index below CPU_SETSIZE, its size in bits.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
-    // SAFETY: pthread_setaffinity_np(3) reads the size given, the size of
-    // `set`, from `set`, alive on this frame for the whole call, and writes
-    // no memory of ours. The pthread handle is valid: the thread is not
-    // joined or detached while `thread`, its join handle, is borrowed.
-    let rc = unsafe {
-        libc::pthread_setaffinity_np(thread.as_pthread_t(), std::mem::size_of::<libc::cpu_set_t>(), &raw const set)
-    };
+    // SAFETY: sched_setaffinity(2) reads the size given, the size of `set`,
+    // from `set`, alive on this frame for the whole call; pid 0 names the
+    // calling thread. It writes no memory of ours.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) };
     if rc != 0 {
-        warn!("pinning a thread to CPUs {cpus:?} failed: {}", io::Error::from_raw_os_error(rc));
+        warn!("pinning a thread to CPUs {cpus:?} failed: {}", io::Error::last_os_error());
     }
 }
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
-pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: &[usize]) {}
+pub(crate) fn pin_current_thread(_: &[usize]) {}
 
 /// What the process does with a signal when it comes, as it stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -116,6 +116,12 @@ pub(crate) fn set_up_tcp_listener(listener: &std::net::TcpListener) -> io::Resul
     Ok(ListenerSetup { deferred: false, nodelay_inherited: false })
 }
 
+/// Winsock keeps the backlog a listening socket was given (std's): a
+/// second listen(2) changes nothing.
+pub(crate) fn set_backlog(_: &std::net::TcpListener, _: u32) -> io::Result<()> {
+    Ok(())
+}
+
 /// No `sendfile` here: the caller copies through a buffer.
 pub(crate) fn send_file(_: &TcpConn, _: &mut File, _: &mut u64) -> Option<io::Result<bool>> {
     None
@@ -176,7 +182,7 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Linux only.
-pub(crate) fn pin_thread(_: &std::thread::JoinHandle<()>, _: &[usize]) {}
+pub(crate) fn pin_current_thread(_: &[usize]) {}
 
 /// Linux only: a thread's state is not read here.
 pub(crate) fn current_thread() -> Option<ThreadRef> {
