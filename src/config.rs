@@ -25,8 +25,9 @@ pub const DEFAULT_WORKER_STACK_SIZE: usize = 2 * 1024 * 1024;
 /// Default number of ready connections that may wait for a free worker.
 pub const DEFAULT_QUEUE_DEPTH: usize = 1024;
 
-/// Default listen backlog: connections the kernel completes and holds until
-/// the server accepts them (std binds with 128).
+/// Default listen backlog of a listener [`Server::bind`](crate::Server::bind)
+/// binds: connections the kernel completes and holds until the server
+/// accepts them (std's `TcpListener::bind` gives 128).
 pub const DEFAULT_LISTEN_BACKLOG: u32 = 1024;
 /// Default cap on open connections; past it the server stops accepting.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
@@ -133,7 +134,8 @@ pub(crate) struct Config {
     pub(crate) batch_scheduling: bool,
     /// One core worker per CPU, pinned to it (Linux).
     pub(crate) pin_workers: bool,
-    pub(crate) listen_backlog: u32,
+    /// Set on the listener as the server starts; `None`: left as it is.
+    pub(crate) listen_backlog: Option<u32>,
     pub(crate) limits: Limits,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
@@ -165,7 +167,7 @@ impl Default for Config {
             overload: Overload::Wait,
             batch_scheduling: true,
             pin_workers: false,
-            listen_backlog: DEFAULT_LISTEN_BACKLOG,
+            listen_backlog: None,
             #[cfg(feature = "tls")]
             tls: None,
             limits: Limits {

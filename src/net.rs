@@ -262,7 +262,6 @@ mod tests {
 
     /// Not under `--cfg httpool_portable`, which takes macOS's path.
     #[test]
-    #[cfg(all(target_os = "linux", not(httpool_portable)))]
     fn tcp_listeners_defer_accepts_on_linux() {
         let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
         assert_eq!(listener.delivers_data(), cfg!(all(target_os = "linux", not(httpool_portable))));

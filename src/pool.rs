@@ -212,7 +212,8 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
     let mut pinned_at = None;
     pool.pin(seat, &mut pinned_at);
     loop {
-        match shared.next(&mut seat, me) {
+        // Pinned before polling an adopted seat too, not only once served.
+        match shared.next(&mut seat, me, |at| pool.pin(at, &mut pinned_at)) {
             Work::Serve(conn) => {
                 pool.pin(seat, &mut pinned_at);
                 let mut place = Place { pool, shared, seat, me };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, Overload};
+use crate::config::{Config, DEFAULT_LISTEN_BACKLOG, Overload};
 use crate::handler::{Handler, IntoResponse};
 use crate::monitor::Monitor;
 use crate::net::Listener;
@@ -55,7 +55,7 @@ impl Server {
     ///
     /// The error of resolving or binding `addr`.
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<Server> {
-        Ok(Server::from_listener(TcpListener::bind(addr)?))
+        Ok(Server::from_listener(TcpListener::bind(addr)?).listen_backlog(DEFAULT_LISTEN_BACKLOG))
     }
 
     /// Serves on a TCP listener bound elsewhere (socket activation, a port
@@ -218,6 +218,10 @@ impl Server {
     /// from a core that other work crowds, so leave it off where the CPUs
     /// are shared with work that must not be crowded.
     ///
+    /// A handler that computes for long keeps its worker's core: the thread
+    /// that takes its seat over meanwhile runs on that core too. Leave it
+    /// off where handlers compute for long.
+    ///
     /// It does nothing when the process is given less CPU time than the
     /// CPUs it may run on (a container's CPU quota): every such process
     /// would pin its workers to the same first few CPUs. Nor on macOS,
@@ -228,16 +232,21 @@ impl Server {
     }
 
     /// Connections the kernel completes and holds until the server accepts
-    /// them (listen(2)'s backlog), set on the listener as the server starts,
-    /// whether it bound the listener or was given it. Past it, a new
-    /// client's handshake is dropped and retried a second later (or its
-    /// first request resent 200 ms later): a burst of connections larger
-    /// than the backlog, as when a thousand clients connect at once, shows
-    /// in the tail. The kernel caps it (Linux: `net.core.somaxconn`, 4096
-    /// by default). On Windows the listener keeps the backlog it was bound
-    /// with. Default: [`DEFAULT_LISTEN_BACKLOG`](crate::DEFAULT_LISTEN_BACKLOG).
+    /// them (listen(2)'s backlog), set on the listener as the server starts.
+    /// Past it, a new client's handshake is dropped and retried a second
+    /// later (or its first request resent 200 ms later): a burst of
+    /// connections larger than the backlog, as when a thousand clients
+    /// connect at once, shows in the tail. The kernel caps it (Linux:
+    /// `net.core.somaxconn`, 4096 by default).
+    ///
+    /// Default: [`DEFAULT_LISTEN_BACKLOG`] for a listener [`Server::bind`]
+    /// binds (std's `TcpListener::bind` gives 128). A listener given to
+    /// [`Server::from_listener`] (systemd's `Backlog=`, say), and one
+    /// [`Server::bind_unix`] binds (std asks for the system's maximum), keep
+    /// theirs unless this is called. Linux and macOS only: elsewhere a
+    /// listener keeps the backlog it was bound with.
     pub fn listen_backlog(mut self, n: u32) -> Server {
-        self.config.listen_backlog = n;
+        self.config.listen_backlog = Some(n);
         self
     }
 
@@ -532,14 +541,15 @@ impl Server {
     /// Starts the server; with `signals`, SIGINT and SIGTERM stop it.
     fn start<H: Handler>(self, handler: H, signals: bool) -> io::Result<ServerHandle> {
         let addr = self.local_addr()?;
-        let backlog = self.config.listen_backlog;
-        let set = match &self.listener {
-            Bound::Tcp(l) => sys::set_backlog(l, backlog),
-            #[cfg(unix)]
-            Bound::Unix(l) => sys::set_backlog(l, backlog),
-        };
-        if let Err(e) = set {
-            warn!("setting the listen backlog to {backlog} failed: {e}");
+        if let Some(backlog) = self.config.listen_backlog {
+            let set = match &self.listener {
+                Bound::Tcp(l) => sys::set_backlog(l, backlog),
+                #[cfg(unix)]
+                Bound::Unix(l) => sys::set_backlog(l, backlog),
+            };
+            if let Err(e) = set {
+                warn!("setting the listen backlog to {backlog} failed: {e}");
+            }
         }
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
@@ -709,5 +719,21 @@ impl ShutdownSignal {
 impl std::fmt::Debug for ShutdownSignal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ShutdownSignal")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `bind` asks for a larger backlog than std's; a listener given to the
+    /// server keeps its own unless asked (`net.rs` tests that it applies).
+    #[test]
+    fn bind_asks_for_the_default_backlog_and_a_given_listener_keeps_its_own() {
+        let bound = Server::bind("127.0.0.1:0").unwrap();
+        assert_eq!(bound.config().listen_backlog, Some(DEFAULT_LISTEN_BACKLOG));
+        let given = Server::from_listener(TcpListener::bind("127.0.0.1:0").unwrap());
+        assert_eq!(given.config().listen_backlog, None);
+        assert_eq!(given.listen_backlog(64).config().listen_backlog, Some(64));
     }
 }

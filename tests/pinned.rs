@@ -1,7 +1,7 @@
-//! `Server::pin_workers`: one core worker per CPU, each pinned to its own;
-//! the threads added for handlers that block run anywhere. Linux only (it
-//! does nothing elsewhere), and alone in its test binary: it reads every
-//! thread of the process, so no other server may run beside it.
+//! `Server::pin_workers`: one core worker per CPU, and every worker, core
+//! or added for handlers that block, on the CPU of the seat it sits at.
+//! Linux only (it does nothing elsewhere), and alone in its test binary: it
+//! reads every thread of the process, so no other server may run beside it.
 #![cfg(all(target_os = "linux", not(httpool_portable)))]
 
 mod common;
@@ -22,13 +22,14 @@ fn parse_cpus(list: &str) -> Vec<usize> {
     cpus
 }
 
-/// The CPUs a thread of this process may run on (`task`: its id, or "self").
-fn cpus_of(task: &str) -> Vec<usize> {
+/// The CPUs a thread of this process may run on (`task`: its id, or
+/// "self"); `None` when the thread has exited.
+fn cpus_of(task: &str) -> Option<Vec<usize>> {
     let path =
         if task == "self" { "/proc/thread-self/status".to_string() } else { format!("/proc/self/task/{task}/status") };
-    let status = std::fs::read_to_string(path).unwrap();
+    let status = std::fs::read_to_string(path).ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap();
-    parse_cpus(line)
+    Some(parse_cpus(line))
 }
 
 /// The CPUs each thread of this process named `prefix`… may run on, in
@@ -38,9 +39,11 @@ fn threads(prefix: &str) -> Vec<Vec<usize>> {
     let mut found = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap() {
         let task = task.unwrap().file_name().into_string().unwrap();
+        // A thread that retires between the listing and the reads is left out.
         let Ok(name) = std::fs::read_to_string(format!("/proc/self/task/{task}/comm")) else { continue };
         if name.starts_with(prefix) {
-            found.push((task.parse::<u64>().unwrap(), cpus_of(&task)));
+            let Some(cpus) = cpus_of(&task) else { continue };
+            found.push((task.parse::<u64>().unwrap(), cpus));
         }
     }
     found.sort();
@@ -70,7 +73,7 @@ fn one_cpu_each_covering(found: &[Vec<usize>], n: usize, allowed: &[usize]) -> b
 
 #[test]
 fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
-    let allowed = cpus_of("self");
+    let allowed = cpus_of("self").unwrap();
     let cores = std::thread::available_parallelism().unwrap().get();
     // Asked for 7 core workers: pinning sets the count to the CPUs. Extra
     // threads retire at once when idle.
@@ -78,17 +81,23 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
         s.workers(7).pin_workers(true).max_workers(allowed.len() + 1).worker_idle_timeout(Duration::from_millis(1))
     });
     if cores < allowed.len() {
-        // Under a CPU quota nothing is pinned: the 7 asked for stay, free.
-        wait_for_threads("httpool-worker", "7 free workers", |found| {
-            found.len() == 7 && found.iter().all(|cpus| cpus == &allowed)
+        // Under a CPU quota nothing is pinned: the 7 asked for stay (as many
+        // as `max_workers` allows), free.
+        let asked = 7.min(allowed.len() + 1);
+        wait_for_threads("httpool-worker", "free workers", |found| {
+            found.len() == asked && found.iter().all(|cpus| cpus == &allowed)
         });
         assert!(server.shutdown());
         return;
     }
+    // Which thread sits where is not fixed: on a slow start the monitor may
+    // start a thread for a seat whose worker has not begun polling it (it
+    // retires when idle), and a worker pins itself to a seat it adopts.
     let core = allowed.len();
-    let expected: Vec<Vec<usize>> = allowed.iter().map(|&cpu| vec![cpu]).collect();
-    wait_for_threads("httpool-worker", "one worker pinned to each CPU, in turn", |found| found == expected);
-    assert_eq!(server.stats().threads, core as u64);
+    wait_for(&server, "the core workers alone", |s| s.threads == core as u64);
+    wait_for_threads("httpool-worker", "one worker pinned to each CPU", |found| {
+        one_cpu_each_covering(found, core, &allowed)
+    });
     wait_for_threads("httpool-monitor", "the monitor is not pinned", |found| found == [allowed.clone()]);
 
     // A handler blocks, and the monitor (not pinned) starts a thread in its

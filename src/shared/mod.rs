@@ -138,8 +138,16 @@ impl Shared {
 
     /// The next connection for the worker at `seat` (`me`, the calling
     /// thread): see [`Engine::next`].
-    pub(crate) fn next(&self, seat: &mut usize, me: Option<ThreadRef>) -> Work<Box<Connection>> {
+    /// `sit(seat)` is called before the worker polls a seat (the one it
+    /// sits at, which adopting another changes).
+    pub(crate) fn next(
+        &self,
+        seat: &mut usize,
+        me: Option<ThreadRef>,
+        mut sit: impl FnMut(usize),
+    ) -> Work<Box<Connection>> {
         let work = self.engine.next(seat, |seat| {
+            sit(seat);
             self.seats[seat].served_by(me);
             self.poll_seat(seat, None, true);
         });
@@ -404,7 +412,7 @@ pub(crate) mod tests {
         // The worker sitting at seat 1 finishes a connection and asks for the
         // next one.
         let mut seat = 1;
-        let Work::Serve(conn) = shared.next(&mut seat, None) else { panic!("work was ready") };
+        let Work::Serve(conn) = shared.next(&mut seat, None, |_| {}) else { panic!("work was ready") };
         shared.close(conn);
         assert_eq!(seat, 1, "the busy worker left its seat for the idle thread's adoption");
     }

@@ -111,7 +111,8 @@ pub(crate) fn set_up_tcp_listener(listener: &std::net::TcpListener) -> io::Resul
 /// Sets how many connections the kernel completes and holds for accepting
 /// ([`Server::listen_backlog`](crate::Server::listen_backlog)): listen(2)
 /// on a socket that already listens changes its backlog. The kernel caps
-/// it (Linux: `net.core.somaxconn`).
+/// it (Linux: `net.core.somaxconn`). Linux and macOS (where rustix is at
+/// hand); elsewhere the listener keeps its backlog.
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 pub(crate) fn set_backlog(listener: &impl AsFd, backlog: u32) -> io::Result<()> {
     Ok(rustix::net::listen(listener, i32::try_from(backlog).unwrap_or(i32::MAX))?)

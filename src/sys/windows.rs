@@ -116,8 +116,8 @@ pub(crate) fn set_up_tcp_listener(listener: &std::net::TcpListener) -> io::Resul
     Ok(ListenerSetup { deferred: false, nodelay_inherited: false })
 }
 
-/// Winsock keeps the backlog a listening socket was given (std's): a
-/// second listen(2) changes nothing.
+/// Winsock keeps the backlog a listening socket was given: a second
+/// listen(2) changes nothing.
 pub(crate) fn set_backlog(_: &std::net::TcpListener, _: u32) -> io::Result<()> {
     Ok(())
 }
