@@ -88,7 +88,10 @@ impl Monitor {
             stuck: Vec::with_capacity(seats),
             orphans: Vec::with_capacity(seats),
             nudge: Vec::with_capacity(seats),
-            seen: vec![0; seats],
+            // Every seat counts as moved at the first look: a worker that
+            // has not begun polling its seat yet is given a tick to, and no
+            // thread is started for it meanwhile.
+            seen: vec![u64::MAX; seats],
             computing: vec![0; seats],
             date: DateCache::new(),
             retired_seen: None,
