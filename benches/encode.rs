@@ -18,7 +18,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use httpool::Response;
 use httpool::fuzz_entry::{Date, encode, format_date};
 
-const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+const DATE: &[u8; 29] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 
 fn encoding(c: &mut Criterion) {
     let mut out = Vec::with_capacity(4096);

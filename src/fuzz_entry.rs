@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::body::Body;
 use crate::config::Config;
-use crate::date::{DateCache, format_imf_fixdate};
+use crate::date::{DATE_LEN, DateCache, format_imf_fixdate};
 use crate::encode::{encode_in_memory, plan};
 use crate::handler::Handler;
 use crate::io::Script;
@@ -87,7 +87,7 @@ pub fn redact_dates(out: &[u8]) -> Vec<u8> {
 /// Appends `resp` as the answer to a keep-alive HTTP/1.1 `GET` — status
 /// line, headers and an in-memory body — as the connection loop encodes it.
 /// `Err` when the response is invalid (the loop would answer `500`).
-pub fn encode(resp: &Response, date: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+pub fn encode(resp: &Response, date: &[u8; DATE_LEN], out: &mut Vec<u8>) -> Result<(), &'static str> {
     let framing = plan(resp, Version::Http11, false)?;
     encode_in_memory(resp, framing, true, date, out);
     Ok(())
@@ -105,7 +105,7 @@ impl Date {
 
     /// The current time as IMF-fixdate, formatted again only when the
     /// second changed.
-    pub fn now(&mut self) -> &[u8] {
+    pub fn now(&mut self) -> &[u8; DATE_LEN] {
         self.0.now()
     }
 }

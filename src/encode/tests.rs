@@ -1,7 +1,7 @@
 use super::*;
 use crate::response::Response;
 
-const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+const DATE: &[u8; 29] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 
 fn encode(resp: &Response, version: Version, is_head: bool, keep_alive: bool) -> String {
     let framing = plan(resp, version, is_head).expect("valid response");

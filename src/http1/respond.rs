@@ -46,15 +46,18 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     cx: &mut Ctx<'_, H>,
     head: Head,
 ) -> Then {
-    let Exchange { resp, is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head);
+    // The response stays where the handler's answer landed: changed in
+    // place, not moved (each move of a `Response` is a copy of its inline
+    // body's room).
+    let Exchange { mut resp, is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head);
     conn.requests += 1;
     cx.counters.requests(1);
-    let resp = match body_error {
+    match body_error {
         Some(None) => return Then::Abort,
-        Some(Some(code)) => error_response(code),
-        None => resp,
-    };
-    let (mut resp, framing) = checked(resp, &head, is_head, is_connect, cx.peer);
+        Some(Some(code)) => resp = error_response(code),
+        None => {}
+    }
+    let framing = checked(&mut resp, &head, is_head, is_connect, cx.peer);
     let keep_alive = keep_alive(&head, &resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
@@ -132,28 +135,27 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     Exchange { resp, is_head, is_connect, body_error, body_done: drained && !end.continue_withheld }
 }
 
-/// The response and its framing, or a `500` in its place when the handler's
-/// response cannot be sent as it is.
+/// The framing of the response, which is replaced by a `500` when the
+/// handler's cannot be sent as it is.
 #[inline(always)]
 pub(super) fn checked(
-    resp: Response,
+    resp: &mut Response,
     head: &Head,
     is_head: bool,
     is_connect: bool,
     peer: Peer,
-) -> (Response, ResponseFraming) {
+) -> ResponseFraming {
     let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
-    let planned = match plan(&resp, head.version, is_head) {
+    let planned = match plan(resp, head.version, is_head) {
         Ok(_) if upgrade_refused => Err("upgrade response to a request that did not ask for one"),
         other => other,
     };
-    let (resp, framing) = match planned {
-        Ok(framing) => (resp, framing),
+    let framing = match planned {
+        Ok(framing) => framing,
         Err(why) => {
             error!("{peer}: handler response refused ({why}); answering 500");
-            let resp = error_response(500);
-            let framing = plan(&resp, head.version, is_head).unwrap_or(ResponseFraming::CloseDelimited);
-            (resp, framing)
+            *resp = error_response(500);
+            plan(resp, head.version, is_head).unwrap_or(ResponseFraming::CloseDelimited)
         }
     };
     // A 2xx to CONNECT makes the connection a tunnel (RFC 9112 §6.3), which
@@ -161,9 +163,10 @@ pub(super) fn checked(
     // and no body (RFC 9110 §9.3.6), and the connection closes rather than
     // read tunnelled bytes as requests.
     if is_connect && (200..300).contains(&resp.status) {
-        return (resp.with_close(), ResponseFraming::None { announce: None });
+        resp.close = true;
+        return ResponseFraming::None { announce: None };
     }
-    (resp, framing)
+    framing
 }
 
 /// Sends the `101` and hands the connection, with the bytes already received
