@@ -260,7 +260,8 @@ mod tests {
         drop((held, more));
     }
 
-    /// Not under `--cfg httpool_portable`, which takes macOS's path.
+    /// Linux only, and not under `--cfg httpool_portable` (which takes
+    /// macOS's path); everywhere else a listener delivers no data.
     #[test]
     fn tcp_listeners_defer_accepts_on_linux() {
         let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();

@@ -205,12 +205,14 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
     }
     let mut scratch = Scratch::new(&shared.config);
     let me = sys::current_thread();
-    shared.arrive(seat);
     // With pinned workers, the seat whose CPU this thread runs on: it moves
     // with the thread when it adopts another seat (a thread inherits the
-    // CPUs of the one that starts it, whatever seat that sits at).
+    // CPUs of the one that starts it, whatever seat that sits at). Pinned
+    // before the seat is let go to it: a move to another CPU may wait for
+    // that CPU, and meanwhile the seat stays claimed, not free and unpolled.
     let mut pinned_at = None;
     pool.pin(seat, &mut pinned_at);
+    shared.arrive(seat);
     loop {
         // Pinned before polling an adopted seat too, not only once served.
         match shared.next(&mut seat, me, |at| pool.pin(at, &mut pinned_at)) {

@@ -6,9 +6,11 @@
 
 mod common;
 
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
-use common::{blocking_server, connect, get, read_reply, send, wait_for};
+use common::{PATIENCE, connect, get, read_reply, send, wait_for};
+use httpool::{Request, Response, Server, ServerHandle};
 
 /// The CPUs in a `Cpus_allowed_list` value ("0-3,8,10-11").
 fn parse_cpus(list: &str) -> Vec<usize> {
@@ -71,6 +73,32 @@ fn one_cpu_each_covering(found: &[Vec<usize>], n: usize, allowed: &[usize]) -> b
     found.len() == n && single && allowed.iter().all(|cpu| found.iter().any(|cpus| cpus == &[*cpu]))
 }
 
+/// One thread more than the CPUs, each on one CPU, all covered, and the
+/// extra one on the CPU of the worker whose handler blocks (`blocked`).
+fn one_more_beside(found: &[Vec<usize>], core: usize, allowed: &[usize], blocked: &[usize]) -> bool {
+    one_cpu_each_covering(found, core + 1, allowed) && found.iter().filter(|cpus| *cpus == blocked).count() == 2
+}
+
+/// A server whose `/block` handler sends the CPUs its thread may run on
+/// (`entered`), then waits for `release`; every other path answers at once.
+fn blocking_server(
+    configure: impl FnOnce(Server) -> Server,
+) -> (ServerHandle, mpsc::Receiver<Vec<usize>>, mpsc::Sender<()>) {
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
+    let server = configure(Server::bind("127.0.0.1:0").unwrap())
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                entered_tx.lock().unwrap().send(cpus_of("self").unwrap()).unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    (server, entered_rx, release_tx)
+}
+
 #[test]
 fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     let allowed = cpus_of("self").unwrap();
@@ -104,10 +132,11 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     // worker's place: it runs on the CPU of that seat.
     let mut conn = connect(server.local_addr());
     send(&mut conn, &get("/block"));
-    entered.recv().unwrap();
+    let blocked = entered.recv().unwrap();
+    assert_eq!(blocked.len(), 1, "the handler runs on a pinned worker: {blocked:?}");
     wait_for(&server, "a thread started by the monitor", |s| s.threads == core as u64 + 1);
-    wait_for_threads("httpool-worker", "a thread the monitor started", |found| {
-        one_cpu_each_covering(found, core + 1, &allowed)
+    wait_for_threads("httpool-worker", "a thread the monitor started, on the blocked seat's CPU", |found| {
+        one_more_beside(found, core, &allowed, &blocked)
     });
     // Whichever thread retires once the handler is done, every seat keeps
     // a thread on its CPU.
@@ -119,10 +148,10 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     // The connection's handler blocked before: its worker hands its seat
     // to a new thread itself before calling the next one.
     send(&mut conn, &get("/block"));
-    entered.recv().unwrap();
+    let blocked = entered.recv().unwrap();
     wait_for(&server, "a thread started by a worker", |s| s.threads == core as u64 + 1);
-    wait_for_threads("httpool-worker", "a thread a worker started", |found| {
-        one_cpu_each_covering(found, core + 1, &allowed)
+    wait_for_threads("httpool-worker", "a thread a worker started, on the blocked seat's CPU", |found| {
+        one_more_beside(found, core, &allowed, &blocked)
     });
     // A trivial request is served meanwhile.
     let mut other = connect(server.local_addr());

@@ -373,7 +373,8 @@ fn monitor(
     grow: Option<bool>,
 ) {
     let seats = world.net.lock().unwrap().events.len();
-    let mut seen = vec![0; seats];
+    // As `Monitor::new` sets it: every seat counts as moved at the first look.
+    let mut seen = vec![u64::MAX; seats];
     let (mut timers, mut stuck, mut orphans, mut nudge) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut tick = 0;
     while !*stop.lock().unwrap() {
