@@ -378,11 +378,42 @@ fn fields_refused(prefix: &[u8], limits: &Limits) -> bool {
 }
 
 fn has_bare_lf(head: &[u8]) -> bool {
-    // Each byte with the one before it, folded without stopping early, so
-    // that the loop is vectorized (it runs over every head).
+    // Each byte with the one before it, 16 pairs at a time and without
+    // stopping early, so that each chunk is a few vector compares (it runs
+    // over every head). The last pairs are a chunk that overlaps the one
+    // before: a fold over the whole head left a 40-byte head to scalar code
+    // (103 instructions against 63 under callgrind).
     let after = head.get(1..).unwrap_or_default();
-    let inside = head.iter().zip(after).fold(false, |bare, (&before, &b)| bare | ((b == b'\n') & (before != b'\r')));
-    head.first() == Some(&b'\n') || inside
+    let mut found = 0;
+    let mut at = 0;
+    while at + 16 <= after.len() {
+        found |= bare_lfs(&head[at..at + 16], &after[at..at + 16]);
+        at += 16;
+    }
+    if at < after.len() {
+        found |= match after.len().checked_sub(16) {
+            Some(last) => bare_lfs(&head[last..last + 16], &after[last..last + 16]),
+            None => head.iter().zip(after).fold(0, |found, (&before, &b)| found | bare_lf(before, b)),
+        };
+    }
+    head.first() == Some(&b'\n') || found != 0
+}
+
+/// 1 when `b` is an LF that `before` (the byte before it) is no CR for.
+fn bare_lf(before: u8, b: u8) -> u8 {
+    u8::from(b == b'\n') & u8::from(before != b'\r')
+}
+
+/// Nonzero when a byte of `after` is a bare LF, each byte of `before` being
+/// the one before it; both are 16 bytes long.
+#[inline(always)]
+fn bare_lfs(before: &[u8], after: &[u8]) -> u8 {
+    let (before, after): (&[u8; 16], &[u8; 16]) = (before.try_into().unwrap(), after.try_into().unwrap());
+    let mut lanes = [0; 16];
+    for k in 0..16 {
+        lanes[k] = bare_lf(before[k], after[k]);
+    }
+    lanes.iter().fold(0, |found, &lane| found | lane)
 }
 
 /// `bytes` after the empty lines a client may send before a request line
