@@ -52,9 +52,9 @@ pub(crate) struct Pool<H> {
 
 impl<H: Handler> Pool<H> {
     /// Starts the `workers` core threads; with `cpus` (one per seat), each
-    /// worker runs on the CPU of the seat it sits at. On an error (creating a thread or its
-    /// readiness queue failed) the threads already started are left for
-    /// the caller to stop (see `Server::spawn`).
+    /// worker runs on the CPU of the seat it sits at. On an error (creating
+    /// a thread or its readiness queue failed) the threads already started
+    /// are left for the caller to stop (see `Server::spawn`).
     pub(crate) fn start(shared: &Arc<Shared>, handler: H, cpus: &[usize]) -> (Arc<Pool<H>>, io::Result<()>) {
         let pool = Arc::new_cyclic(|this| Pool {
             shared: shared.clone(),
@@ -78,9 +78,9 @@ impl<H: Handler> Pool<H> {
         (pool, Ok(()))
     }
 
-    /// Starts one counted thread sitting at `seat`. Everything the thread needs that can fail (its readiness
-    /// queue, the thread itself) is made here, so a failure is the
-    /// caller's to handle, never a worker's.
+    /// Starts one counted thread sitting at `seat`. Everything the thread
+    /// needs that can fail (its readiness queue, the thread itself) is made
+    /// here, so a failure is the caller's to handle, never a worker's.
     fn start_thread(&self, seat: usize) -> io::Result<()> {
         let pool = self.this.upgrade().ok_or_else(|| io::Error::other("the pool is gone"))?;
         let waiter = Waiter::new()?;
@@ -118,7 +118,7 @@ impl<H> Pool<H> {
     /// for, updated).
     fn pin(&self, seat: usize, pinned_at: &mut Option<usize>) {
         if !self.cpus.is_empty() && *pinned_at != Some(seat) {
-            sys::pin_current_thread(&self.cpus[seat % self.cpus.len()..][..1]);
+            sys::pin_current_thread(self.cpus[seat % self.cpus.len()]);
             *pinned_at = Some(seat);
         }
     }
