@@ -6,11 +6,9 @@
 
 mod common;
 
-use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
-use common::{PATIENCE, connect, get, read_reply, send, wait_for};
-use httpool::{Request, Response, Server, ServerHandle};
+use common::{blocking_server_telling, connect, get, read_reply, send, wait_for};
 
 /// The CPUs in a `Cpus_allowed_list` value ("0-3,8,10-11").
 fn parse_cpus(list: &str) -> Vec<usize> {
@@ -79,35 +77,17 @@ fn one_more_beside(found: &[Vec<usize>], core: usize, allowed: &[usize], blocked
     one_cpu_each_covering(found, core + 1, allowed) && found.iter().filter(|cpus| *cpus == blocked).count() == 2
 }
 
-/// A server whose `/block` handler sends the CPUs its thread may run on
-/// (`entered`), then waits for `release`; every other path answers at once.
-fn blocking_server(
-    configure: impl FnOnce(Server) -> Server,
-) -> (ServerHandle, mpsc::Receiver<Vec<usize>>, mpsc::Sender<()>) {
-    let (entered_tx, entered_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
-    let server = configure(Server::bind("127.0.0.1:0").unwrap())
-        .spawn(move |req: &mut Request| {
-            if req.path() == "/block" {
-                entered_tx.lock().unwrap().send(cpus_of("self").unwrap()).unwrap();
-                let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
-            }
-            Response::text("done")
-        })
-        .unwrap();
-    (server, entered_rx, release_tx)
-}
-
 #[test]
 fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     let allowed = cpus_of("self").unwrap();
     let cores = std::thread::available_parallelism().unwrap().get();
     // Asked for 7 core workers: pinning sets the count to the CPUs. Extra
     // threads retire at once when idle.
-    let (server, entered, release) = blocking_server(|s| {
-        s.workers(7).pin_workers(true).max_workers(allowed.len() + 1).worker_idle_timeout(Duration::from_millis(1))
-    });
+    // The `/block` handler tells the CPUs its thread may run on.
+    let (server, entered, release) = blocking_server_telling(
+        |s| s.workers(7).pin_workers(true).max_workers(allowed.len() + 1).worker_idle_timeout(Duration::from_millis(1)),
+        || cpus_of("self").unwrap(),
+    );
     if cores < allowed.len() {
         // Under a CPU quota nothing is pinned: the 7 asked for stay (as many
         // as `max_workers` allows), free.

@@ -106,13 +106,22 @@ pub fn get(path: &str) -> Vec<u8> {
 pub fn blocking_server(
     configure: impl FnOnce(Server) -> Server,
 ) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
-    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    blocking_server_telling(configure, || ())
+}
+
+/// [`blocking_server`], whose `/block` handler sends what `tell` returns,
+/// on its own thread, as it enters.
+pub fn blocking_server_telling<T: Send + 'static>(
+    configure: impl FnOnce(Server) -> Server,
+    tell: impl Fn() -> T + Send + Sync + 'static,
+) -> (ServerHandle, mpsc::Receiver<T>, mpsc::Sender<()>) {
+    let (entered_tx, entered_rx) = mpsc::channel::<T>();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     let (entered_tx, release_rx) = (Mutex::new(entered_tx), Mutex::new(release_rx));
     let server = configure(Server::bind("127.0.0.1:0").unwrap())
         .spawn(move |req: &mut Request| {
             if req.path() == "/block" {
-                entered_tx.lock().unwrap().send(()).unwrap();
+                entered_tx.lock().unwrap().send(tell()).unwrap();
                 let _ = release_rx.lock().unwrap().recv_timeout(PATIENCE);
             }
             Response::text("done")
