@@ -10,7 +10,9 @@
 # Prints for the server and for wrk: req/s (slowed by the tracing), and per
 # request epoll waits, reads (read + recvfrom), writes (write + sendto),
 # epoll_ctl, futex, context switches and CPU µs. Environment: DURATION (5),
-# URLPATH (/testolope), PORT (19650). Needs perf (installed when missing).
+# URLPATH (/testolope), PORT (19650), DEPTH (1; more sends that many
+# requests at once, pipelined, as ci/compare.sh's pipelined mode does).
+# Needs perf (installed when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_LIB=1 source ci/wrk.sh
@@ -28,12 +30,15 @@ fi
 duration=${DURATION:-5}
 port=${PORT:-19650}
 url=http://127.0.0.1:$port${URLPATH:-/testolope}
+DEPTH=${DEPTH:-1}
+script=()
+((DEPTH > 1)) && script=(-s "$(pipeline_script)")
 out=$(mktemp -d)
 trap 'stop_all; rm -rf "$out"' EXIT
 
 PIN=0 start_server "$name" "$port" "$@" "127.0.0.1:$port"
 server=$SERVER_PID
-wrk -t2 -c64 -d1s "$url" >/dev/null
+wrk -t2 -c64 -d1s "${script[@]}" "$url" >/dev/null
 
 events=context-switches,task-clock
 for call in epoll_wait epoll_pwait read recvfrom write sendto epoll_ctl futex; do
@@ -41,7 +46,7 @@ for call in epoll_wait epoll_pwait read recvfrom write sendto epoll_ctl futex; d
 done
 perf stat -x, -e "$events" -p "$server" -o "$out/server" &
 stat=$!
-perf stat -x, -e "$events" -o "$out/wrk" wrk -t2 -c64 -d"${duration}s" "$url" >"$out/load"
+perf stat -x, -e "$events" -o "$out/wrk" wrk -t2 -c64 -d"${duration}s" "${script[@]}" "$url" >"$out/load"
 kill -INT "$stat"
 wait "$stat" || true
 requests=$(awk '/ requests in /{print $1}' "$out/load")
