@@ -4,7 +4,7 @@ mod common;
 
 use std::io::Read;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{PATIENCE, blocking_server, closed, connect, echo, get, read_reply, send};
 use httpool::{Request, Response, Server, ServerHandle};
@@ -86,6 +86,37 @@ fn exact_bytes_of_a_keep_alive_response() {
     let (before, after) = text.split_once("Date: ").unwrap();
     assert_eq!(before, "HTTP/1.1 200 OK\r\n");
     assert_eq!(&after[29..], "\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nTestolope");
+    assert!(server.shutdown());
+}
+
+#[test]
+fn a_pipelined_answer_is_dated_after_its_handler() {
+    // The answers to a batch share a reading of the clock only within one
+    // of the monitor's ticks: the second handler here runs into the next
+    // second, after the first answer was dated, and its answer must carry
+    // the new second.
+    let secs = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/into-next-second" {
+                let now = secs();
+                std::thread::sleep(Duration::from_secs(1) - Duration::from_nanos(now.subsec_nanos().into()));
+            }
+            Response::text(secs().as_secs().to_string())
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &[get("/now"), get("/into-next-second")].concat());
+    let first = read_reply(&mut conn, false).unwrap();
+    let second = read_reply(&mut conn, false).unwrap();
+    let date = |reply: &common::Reply| reply.header("date").unwrap().to_owned();
+    let at = |secs: u64| httpool::http_date(UNIX_EPOCH + Duration::from_secs(secs));
+    let handled: u64 = String::from_utf8(second.body.clone()).unwrap().parse().unwrap();
+    // Dated once its handler returned: that second, or the next.
+    assert!([at(handled), at(handled + 1)].contains(&date(&second)), "{first:?}\n{second:?}");
+    assert_ne!(date(&first), date(&second));
     assert!(server.shutdown());
 }
 
