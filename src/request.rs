@@ -57,8 +57,16 @@ fn method_text(head: &[u8], (start, len): (u32, u32)) -> &str {
 
 /// The bytes at `(start, len)` of the head as text: httparse only accepts
 /// visible ASCII in the method and target.
+#[allow(unsafe_code)]
 fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
-    std::str::from_utf8(&head[start as usize..(start + len) as usize]).unwrap_or("")
+    let bytes = &head[start as usize..(start + len) as usize];
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8, as checked on the line above. (Of a
+        // 10-byte target, `from_utf8` costs 113 instructions under
+        // callgrind, this check and the cast 20.)
+        return unsafe { std::str::from_utf8_unchecked(bytes) };
+    }
+    std::str::from_utf8(bytes).unwrap_or("")
 }
 
 /// An HTTP request, borrowed from the connection that received it.
