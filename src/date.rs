@@ -21,41 +21,20 @@ pub(crate) struct DateCache {
     from: SystemTime,
     until: SystemTime,
     text: [u8; DATE_LEN],
-    /// The monitor's tick at the last reading of the clock (see
-    /// [`DateCache::within`]).
-    tick: Option<u64>,
 }
 
 impl DateCache {
     pub(crate) fn new() -> DateCache {
-        let mut cache = DateCache { from: UNIX_EPOCH, until: UNIX_EPOCH, text: [0; DATE_LEN], tick: None };
+        let mut cache = DateCache { from: UNIX_EPOCH, until: UNIX_EPOCH, text: [0; DATE_LEN] };
         cache.now();
         cache
     }
 
-    /// Returns the current time as IMF-fixdate bytes.
+    /// Returns the current time as IMF-fixdate bytes, from the coarse clock
+    /// ([`sys::coarse_now`](crate::sys::coarse_now): a few milliseconds
+    /// behind at most, a tenth of the cost of `SystemTime::now`).
     pub(crate) fn now(&mut self) -> &[u8; DATE_LEN] {
-        self.at(SystemTime::now())
-    }
-
-    /// The current time as IMF-fixdate bytes, the clock read once per
-    /// `tick` of the monitor's. It ticks every millisecond while a worker
-    /// serves (one that starts wakes it) and every 250 ms at the least, so
-    /// the second cached is current give or take a millisecond, and never
-    /// 250 ms late. A reading of the clock costs 34 ns here (`tsc` under
-    /// KVM), some 5% of a pipelined request's CPU time: the answers to a
-    /// batch of pipelined requests share one. `None` (nothing ticks, or no
-    /// longer): read it.
-    pub(crate) fn within(&mut self, tick: Option<u64>) -> &[u8; DATE_LEN] {
-        self.within_at(tick, SystemTime::now)
-    }
-
-    fn within_at(&mut self, tick: Option<u64>, clock: impl FnOnce() -> SystemTime) -> &[u8; DATE_LEN] {
-        if tick.is_none() || tick != self.tick {
-            self.tick = tick;
-            return self.at(clock());
-        }
-        &self.text
+        self.at(crate::sys::coarse_now())
     }
 
     /// `now` as IMF-fixdate bytes. Within the second cached, two
@@ -179,30 +158,6 @@ mod tests {
         assert_eq!(cache.at(at(1_700_000_000, 1)), b"Tue, 14 Nov 2023 22:13:20 GMT");
         assert_eq!(cache.at(UNIX_EPOCH - Duration::from_secs(5)), b"Thu, 01 Jan 1970 00:00:00 GMT");
         assert_eq!(cache.at(at(1_700_000_000, 0)), b"Tue, 14 Nov 2023 22:13:20 GMT");
-    }
-
-    #[test]
-    fn the_clock_is_read_once_per_tick() {
-        let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
-        let mut cache = DateCache::new();
-        let reads = std::cell::Cell::new(0);
-        let mut read = |tick, secs| {
-            *cache.within_at(tick, || {
-                reads.set(reads.get() + 1);
-                at(secs)
-            })
-        };
-        assert_eq!(&read(Some(7), 784_111_777), b"Sun, 06 Nov 1994 08:49:37 GMT");
-        // The same tick: the clock is not read, whatever it says.
-        assert_eq!(&read(Some(7), 784_111_790), b"Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(reads.get(), 1);
-        assert_eq!(&read(Some(8), 784_111_790), b"Sun, 06 Nov 1994 08:49:50 GMT");
-        // Without a tick, every time.
-        assert_eq!(&read(None, 784_111_791), b"Sun, 06 Nov 1994 08:49:51 GMT");
-        assert_eq!(&read(None, 784_111_792), b"Sun, 06 Nov 1994 08:49:52 GMT");
-        // A tick after none is a new reading, even the one seen before it.
-        assert_eq!(&read(Some(8), 784_111_793), b"Sun, 06 Nov 1994 08:49:53 GMT");
-        assert_eq!(reads.get(), 5);
     }
 
     #[test]

@@ -137,14 +137,6 @@ pub(crate) trait Seating {
     fn seen_since(&self, _tick: u64) -> Option<bool> {
         None
     }
-
-    /// The monitor's tick count while it ticks, as it does every
-    /// [`STALL_TICK`](crate::monitor::STALL_TICK) while this worker serves:
-    /// a reading of the clock is good for the rest of the tick (see
-    /// [`DateCache::within`]). `None` where nothing ticks, or no longer.
-    fn clock_tick(&self) -> Option<u64> {
-        None
-    }
 }
 
 /// How a handler call went, as far as the worker can tell.

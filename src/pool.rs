@@ -187,11 +187,6 @@ impl Seating for Place<'_> {
         self.shared.ticks()
     }
 
-    fn clock_tick(&self) -> Option<u64> {
-        // The monitor stops ticking at shutdown, while workers finish.
-        (!self.shared.is_stopping()).then(|| self.shared.ticks())
-    }
-
     fn seen_since(&self, tick: u64) -> Option<bool> {
         // Only a finding of this very thread counts: the monitor judges the
         // thread that polled the seat, or took work at it, last.

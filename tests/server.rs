@@ -91,18 +91,18 @@ fn exact_bytes_of_a_keep_alive_response() {
 
 #[test]
 fn a_pipelined_answer_is_dated_after_its_handler() {
-    // The answers to a batch share a reading of the clock only within one
-    // of the monitor's ticks: the second handler here runs into the next
-    // second, after the first answer was dated, and its answer must carry
-    // the new second.
+    // The second handler runs into the next second (and 100 ms on: the
+    // clock the Date is read from may trail by a few milliseconds), after
+    // the first answer was dated; its answer must carry the new second,
+    // not a date kept from before it.
     let secs = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
         .spawn(move |req: &mut Request| {
             if req.path() == "/into-next-second" {
-                let now = secs();
-                std::thread::sleep(Duration::from_secs(1) - Duration::from_nanos(now.subsec_nanos().into()));
+                let into = Duration::from_nanos(secs().subsec_nanos().into());
+                std::thread::sleep(Duration::from_millis(1100) - into);
             }
             Response::text(secs().as_secs().to_string())
         })

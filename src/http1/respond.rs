@@ -59,7 +59,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     }
     let framing = checked(&mut resp, &head, is_head, is_connect, cx.peer);
     let keep_alive = keep_alive(&head, &resp, framing, body_done, body_done && closing(conn, io, cx));
-    let date = *cx.scratch.date.within(cx.seat.clock_tick());
+    let date = *cx.scratch.date.now();
     encode_head(&resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
         upgrade(conn, io, cx, on_upgrade);

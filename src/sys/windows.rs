@@ -16,6 +16,11 @@ use mio::{Interest, Registry, Token};
 
 use super::{ListenerSetup, ThreadRef};
 
+/// The wall clock, for `Date` (std's; the coarse one is a Linux reading).
+pub(crate) fn coarse_now() -> std::time::SystemTime {
+    std::time::SystemTime::now()
+}
+
 /// Only `WouldBlock` re-arms a source: a short read leaves the connection
 /// unwatched until the engine reads again.
 pub(crate) const SHORT_READ_EMPTIES: bool = false;
