@@ -55,8 +55,9 @@ fn method_text(head: &[u8], (start, len): (u32, u32)) -> &str {
     }
 }
 
-/// The bytes at `(start, len)` of the head as text: httparse only accepts
-/// visible ASCII in the method and target.
+/// The bytes at `(start, len)` of the head as text: a method is a token
+/// and a target visible ASCII (`parse::finish_head` refuses any other), so
+/// the UTF-8 fallback is for safety, not for use.
 #[allow(unsafe_code)]
 fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
     let bytes = &head[start as usize..(start + len) as usize];
