@@ -27,6 +27,8 @@ for _ in range(600):
         s = socket.create_connection(("127.0.0.1", port)); break
     except OSError:
         time.sleep(0.1)
+else:
+    sys.exit("the server under valgrind never listened")
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 req = b"GET /testolope HTTP/1.1\r\nHost: bench\r\n\r\n" * depth
 for _ in range(n):
@@ -42,6 +44,10 @@ PY
 }
 a=$(total "$N" 19301)
 b=$(total $((2 * N)) 19302)
+if [[ -z $a || -z $b ]] || ((b <= a)); then
+    echo "callgrind: no count (did the server die under valgrind?): $a, $b" >&2
+    exit 1
+fi
 echo "instructions: $N requests $a, $((2 * N)) requests $b"
 if ((DEPTH > 1)); then
     echo "per request, $DEPTH pipelined at a time: $(( (b - a) / (N * DEPTH) ))"
