@@ -164,29 +164,19 @@ pub(crate) struct ChunkedDecoder {
     state: Chunked,
     ext_bytes: usize,
     trailer_bytes: usize,
+    /// Body bytes decoded so far, and the most the body may have.
+    decoded: u64,
+    max: u64,
 }
 
 impl ChunkedDecoder {
-    pub(crate) fn new() -> ChunkedDecoder {
-        ChunkedDecoder { state: Chunked::Size { size: 0, digits: 0 }, ext_bytes: 0, trailer_bytes: 0 }
+    /// A decoder for a body of at most `max` bytes.
+    pub(crate) fn new(max: u64) -> ChunkedDecoder {
+        ChunkedDecoder { state: Chunked::Size { size: 0, digits: 0 }, ext_bytes: 0, trailer_bytes: 0, decoded: 0, max }
     }
 
     pub(crate) fn is_done(&self) -> bool {
         self.state == Chunked::Done
-    }
-
-    /// The bytes the chunk at hand still has to bring: its size as far as
-    /// its digits have come (more digits only make it larger), or what is
-    /// left of its data.
-    pub(crate) fn chunk_left(&self) -> u64 {
-        match self.state {
-            Chunked::Size { size, .. }
-            | Chunked::SizeWhitespace { size }
-            | Chunked::Extension { size, .. }
-            | Chunked::SizeLf { size } => size,
-            Chunked::Data { left } => left,
-            _ => 0,
-        }
     }
 
     /// Decodes from `input` into `out`; returns `(consumed, produced)`. Stops
@@ -200,6 +190,7 @@ impl ChunkedDecoder {
                     break;
                 }
                 out[..n].copy_from_slice(&input[used..used + n]);
+                self.decoded += n as u64;
                 let left = left - n as u64;
                 self.state = if left == 0 { Chunked::DataCr } else { Chunked::Data { left } };
                 return Ok((used + n, n));
@@ -220,7 +211,15 @@ impl ChunkedDecoder {
                     return Err(BodyError::Malformed);
                 }
                 let digit = (b as char).to_digit(16).unwrap_or(0);
-                Size { size: size << 4 | u64::from(digit), digits: digits + 1 }
+                let size = size << 4 | u64::from(digit);
+                // A chunk whose size alone runs past the limit is refused at
+                // the digit that takes it there: not once the client has sent
+                // (or trickled) that much, nor after the rest of its line,
+                // so that the verdict is the same however the bytes arrive.
+                if self.decoded.saturating_add(size) > self.max {
+                    return Err(BodyError::TooLarge);
+                }
+                Size { size, digits: digits + 1 }
             }
             (Size { digits: 0, .. }, _) => return Err(BodyError::Malformed),
             (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => SizeWhitespace { size },
@@ -333,7 +332,7 @@ impl<'a> Body<'a> {
         let framing = match kind {
             BodyKind::Empty => Decoding::Length { left: 0 },
             BodyKind::Length(n) => Decoding::Length { left: n },
-            BodyKind::Chunked => Decoding::Chunked(ChunkedDecoder::new()),
+            BodyKind::Chunked => Decoding::Chunked(ChunkedDecoder::new(bounds.limit)),
         };
         let send_continue = expect_continue && !matches!(kind, BodyKind::Empty);
         Body {
@@ -471,18 +470,13 @@ impl<'a> Body<'a> {
             }
             if self.pos < self.end {
                 let input = &self.buf[self.pos..self.end];
+                // A chunk too large for the limit fails as `TooLarge` at
+                // its size line (the decoder knows the limit).
                 let (used, produced) = match decoder.decode(input, out) {
                     Ok(r) => r,
                     Err(e) => return Err(self.fail(e)),
                 };
-                let promised = self.received.saturating_add(produced as u64).saturating_add(decoder.chunk_left());
                 self.pos += used;
-                // A chunk whose size alone runs past the limit is refused
-                // when its size arrives, not once the client has sent (or
-                // trickled) that much.
-                if promised > self.bounds.limit {
-                    return Err(self.fail(BodyError::TooLarge));
-                }
                 if produced > 0 || decoder.is_done() {
                     return Ok(produced);
                 }

@@ -279,6 +279,30 @@ fn a_malformed_line_that_never_ends_is_refused_at_the_end_of_the_stream_however_
     }
 }
 
+/// Found by `conn_loop` (2026-11-27): a chunk size too large for the body
+/// limit, followed on its line by a byte no size line may hold, got `400`
+/// when the line came whole (the decoder stopped at the bad byte, and the
+/// size was held to the limit only after it) and `413` when its digits came
+/// alone first. The decoder now refuses the size at the digit that passes
+/// the limit, and the bytes after it are never reached.
+#[test]
+fn a_chunk_size_over_the_limit_is_refused_at_its_digits_however_the_line_arrives() {
+    let head: &[u8] = b"POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n";
+    for size_line in [&b"6cccccccccccccccccccccccccccc \x01\r\n\r\n"[..], b"6cccccccc \x01\r\n\r\n"] {
+        let wire = [head, size_line].concat();
+        for cut in 0..=wire.len() {
+            let (first, rest) = wire.split_at(cut);
+            let out = serve_chunks(&[first, rest]);
+            assert_eq!(
+                status_lines(&out),
+                ["HTTP/1.1 413 Content Too Large"],
+                "cut at {cut}: {:?}",
+                String::from_utf8_lossy(size_line)
+            );
+        }
+    }
+}
+
 /// Found by `conn_loop` (2026-11-23): an unknown method and a framing error
 /// in one head got `501` when the head arrived whole (the method is judged
 /// first) and `400` when a field line carrying the error was complete before

@@ -476,10 +476,16 @@ cases! {
 
 // Chunked coding syntax (RFC 9112 §7.1).
 cases! {
-    /// RFC 9112 §7.1: recipients MUST guard against integer overflow.
+    /// RFC 9112 §7.1: recipients MUST guard against integer overflow. A
+    /// seventeenth digit would overflow 64 bits, whatever its value.
     chunk_size_of_seventeen_hex_digits_is_400:
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
-          FFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n" => [400], Close;
+          00000000000000005\r\nhello\r\n0\r\n\r\n" => [400], Close;
+    /// Long before that, a size past the body limit is refused, at the digit
+    /// that passes it (however the line arrives).
+    chunk_size_past_the_body_limit_is_413:
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          FFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n" => [413], Close;
     non_hex_chunk_size_is_400:
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\nhello\r\n0\r\n\r\n"
         => [400], Close;

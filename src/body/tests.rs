@@ -3,7 +3,7 @@ use crate::io::Script;
 
 /// Decodes `wire` fed in pieces of `step` bytes; returns the body or the error.
 fn decode(wire: &[u8], step: usize) -> Result<Vec<u8>, BodyError> {
-    let mut decoder = ChunkedDecoder::new();
+    let mut decoder = ChunkedDecoder::new(u64::MAX);
     let mut body = Vec::new();
     let mut out = [0u8; 7];
     for piece in wire.chunks(step) {
@@ -71,8 +71,46 @@ fn refuses_chunk_sizes_that_overflow() {
     refuses(b"1ffffffffffffffff\r\n");
     refuses(b"00000000000000001\r\n");
     // Sixteen digits still fit.
-    let mut decoder = ChunkedDecoder::new();
+    let mut decoder = ChunkedDecoder::new(u64::MAX);
     assert!(decoder.decode(b"ffffffffffffffff\r\n", &mut [0; 1]).is_ok());
+}
+
+/// Decodes `wire` in pieces of `step` bytes for a body of at most `max`.
+fn decode_within(wire: &[u8], step: usize, max: u64) -> Result<Vec<u8>, BodyError> {
+    let mut decoder = ChunkedDecoder::new(max);
+    let mut body = Vec::new();
+    let mut out = [0u8; 7];
+    for piece in wire.chunks(step) {
+        let mut at = 0;
+        while at < piece.len() && !decoder.is_done() {
+            let (used, produced) = decoder.decode(&piece[at..], &mut out)?;
+            body.extend_from_slice(&out[..produced]);
+            at += used;
+        }
+    }
+    if decoder.is_done() { Ok(body) } else { Err(BodyError::Io) }
+}
+
+#[test]
+fn a_chunk_size_past_the_limit_fails_at_the_digit_that_takes_it_there() {
+    let hundred = [b'x'; 100];
+    let exactly = [b"64\r\n".as_slice(), &hundred, b"\r\n0\r\n\r\n"].concat();
+    let cases: [(Vec<u8>, BodyError); 5] = [
+        (b"65\r\n".to_vec(), BodyError::TooLarge),
+        // Not yet the whole size: it can only grow.
+        (b"650".to_vec(), BodyError::TooLarge),
+        // One byte more in a second chunk; bytes after the digit that
+        // passes the limit are never reached.
+        ([b"64\r\n".as_slice(), &hundred, b"\r\n1 \x01"].concat(), BodyError::TooLarge),
+        ([b"32\r\n".as_slice(), &hundred[..50], b"\r\n33\x01"].concat(), BodyError::TooLarge),
+        (b"6cccccccccccccccccccc \x01\r\n".to_vec(), BodyError::TooLarge),
+    ];
+    for step in [1, 2, 3, 200] {
+        assert_eq!(decode_within(&exactly, step, 100).as_deref(), Ok(&hundred[..]), "step {step}");
+        for (wire, error) in &cases {
+            assert_eq!(decode_within(wire, step, 100), Err(*error), "step {step}: {wire:?}");
+        }
+    }
 }
 
 #[test]
@@ -87,7 +125,7 @@ fn bounds_extensions_and_trailers() {
 
 #[test]
 fn decoder_never_reads_past_the_body() {
-    let mut decoder = ChunkedDecoder::new();
+    let mut decoder = ChunkedDecoder::new(u64::MAX);
     let wire = b"3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\n";
     let mut out = [0u8; 64];
     let mut at = 0;

@@ -425,9 +425,6 @@ pub(crate) struct ChunkScan {
     /// Offset, from the head's first byte, of the first byte not yet read.
     scanned: usize,
     limit: usize,
-    max_body: u64,
-    /// Body bytes decoded so far.
-    decoded: u64,
     decoder: ChunkedDecoder,
 }
 
@@ -435,7 +432,7 @@ impl ChunkScan {
     /// A body after a head of `head` bytes, collected up to `limit` bytes
     /// (head included), of at most `max_body` bytes.
     pub(crate) fn new(head: usize, limit: usize, max_body: u64) -> ChunkScan {
-        ChunkScan { head, scanned: head, limit, max_body, decoded: 0, decoder: ChunkedDecoder::new() }
+        ChunkScan { head, scanned: head, limit, decoder: ChunkedDecoder::new(max_body) }
     }
 
     /// Reads the bytes of `unparsed` (the head first) not read yet. True
@@ -447,14 +444,9 @@ impl ChunkScan {
         while self.scanned < unparsed.len() && !self.decoder.is_done() {
             match self.decoder.decode(&unparsed[self.scanned..], &mut sink) {
                 Ok((0, 0)) => break,
-                Ok((used, produced)) => {
-                    self.scanned += used;
-                    self.decoded += produced as u64;
-                }
+                Ok((used, _)) => self.scanned += used,
+                // Malformed, or a chunk over `max_body` (`TooLarge`).
                 Err(_) => return true,
-            }
-            if self.decoded.saturating_add(self.decoder.chunk_left()) > self.max_body {
-                return true;
             }
         }
         self.decoder.is_done() || unparsed.len() >= self.limit
