@@ -222,7 +222,12 @@ impl<'a> Request<'a> {
         let mut out = Vec::with_capacity(declared.map_or(0, |n| n.min(PREALLOCATE_MAX) as usize));
         let mut chunk = [0u8; 8192];
         loop {
-            let n = self.body.read(&mut chunk).map_err(|e| self.body_error(e))?;
+            // Never more than one byte past the limit: a body over it is
+            // refused after the same count of its bytes however they arrive,
+            // and what the server drains after that (and finds there, such
+            // as a malformed chunk) is the same too.
+            let room = (limit - out.len()).saturating_add(1).min(chunk.len());
+            let n = self.body.read(&mut chunk[..room]).map_err(|e| self.body_error(e))?;
             if n == 0 {
                 return Ok(out);
             }

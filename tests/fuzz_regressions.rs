@@ -303,6 +303,40 @@ fn a_chunk_size_over_the_limit_is_refused_at_its_digits_however_the_line_arrives
     }
 }
 
+/// Found by a review (2026-11-27): a chunked body past the handler's
+/// `read_body` limit, with a malformed chunk size further on, got the
+/// handler's `400` or the drain's `413` depending on where reads ended:
+/// `read_body` stopped anywhere up to 8 KiB past its limit, so the drain
+/// after it (64 KiB at most, counted from there) did or did not reach the
+/// bad size. `read_body` now stops one byte past its limit, whatever the
+/// reads bring: the bad size is reached for every split, or for none. (The
+/// drain reaches a framing error only if the body bytes before it are
+/// within its bound, which does not depend on how they arrive.)
+#[test]
+fn a_body_over_the_handler_limit_is_drained_to_the_same_byte_however_it_arrives() {
+    let head: &[u8] = b"POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    // The fuzz handler reads 64 KiB and the byte that tells it the body is
+    // over; the drain may take 64 KiB more and the byte past that, and
+    // reaches the bad size only when the data ends before that byte.
+    let (read, drained) = (64 * 1024 + 1, 64 * 1024 + 1);
+    for (data, status) in [
+        (read + drained - 2, "HTTP/1.1 413 Content Too Large"),
+        (read + drained - 1, "HTTP/1.1 413 Content Too Large"),
+        (read + drained, "HTTP/1.1 400 Bad Request"),
+        (read + drained + 3000, "HTTP/1.1 400 Bad Request"),
+    ] {
+        let size = format!("{data:x}\r\n");
+        let wire = [head, size.as_bytes(), &vec![b'x'; data], b"\r\nfffffff\r\n"].concat();
+        let body_start = head.len() + size.len();
+        let marks = [0, body_start + read, body_start + read + drained, wire.len()];
+        let cuts = marks.iter().flat_map(|&m| m.saturating_sub(2)..(m + 3).min(wire.len() + 1));
+        for cut in cuts.chain((0..wire.len()).step_by(997)) {
+            let (first, rest) = wire.split_at(cut);
+            assert_eq!(status_lines(&serve_chunks(&[first, rest])), [status], "{data} bytes, cut at {cut}");
+        }
+    }
+}
+
 /// Found by `conn_loop` (2026-11-23): an unknown method and a framing error
 /// in one head got `501` when the head arrived whole (the method is judged
 /// first) and `400` when a field line carrying the error was complete before
