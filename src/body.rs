@@ -471,7 +471,8 @@ impl<'a> Body<'a> {
             if self.pos < self.end {
                 let input = &self.buf[self.pos..self.end];
                 // A chunk too large for the limit fails as `TooLarge` at
-                // its size line (the decoder knows the limit).
+                // the digit of its size that passes it (the decoder knows
+                // the limit).
                 let (used, produced) = match decoder.decode(input, out) {
                     Ok(r) => r,
                     Err(e) => return Err(self.fail(e)),

@@ -3,7 +3,12 @@ use crate::io::Script;
 
 /// Decodes `wire` fed in pieces of `step` bytes; returns the body or the error.
 fn decode(wire: &[u8], step: usize) -> Result<Vec<u8>, BodyError> {
-    let mut decoder = ChunkedDecoder::new(u64::MAX);
+    decode_within(wire, step, u64::MAX)
+}
+
+/// [`decode`] for a body of at most `max` bytes.
+fn decode_within(wire: &[u8], step: usize, max: u64) -> Result<Vec<u8>, BodyError> {
+    let mut decoder = ChunkedDecoder::new(max);
     let mut body = Vec::new();
     let mut out = [0u8; 7];
     for piece in wire.chunks(step) {
@@ -73,22 +78,6 @@ fn refuses_chunk_sizes_that_overflow() {
     // Sixteen digits still fit.
     let mut decoder = ChunkedDecoder::new(u64::MAX);
     assert!(decoder.decode(b"ffffffffffffffff\r\n", &mut [0; 1]).is_ok());
-}
-
-/// Decodes `wire` in pieces of `step` bytes for a body of at most `max`.
-fn decode_within(wire: &[u8], step: usize, max: u64) -> Result<Vec<u8>, BodyError> {
-    let mut decoder = ChunkedDecoder::new(max);
-    let mut body = Vec::new();
-    let mut out = [0u8; 7];
-    for piece in wire.chunks(step) {
-        let mut at = 0;
-        while at < piece.len() && !decoder.is_done() {
-            let (used, produced) = decoder.decode(&piece[at..], &mut out)?;
-            body.extend_from_slice(&out[..produced]);
-            at += used;
-        }
-    }
-    if decoder.is_done() { Ok(body) } else { Err(BodyError::Io) }
 }
 
 #[test]
