@@ -7,17 +7,18 @@
 # wrk threads were on one CPU: there each waits out the other's time slice,
 # and the p99 of every server is a slice or more (BENCHMARKS.md).
 #
-#   ROUNDS=10 bash ci/placement.sh                      # httpool pinned may_minihttp
+#   ROUNDS=10 bash ci/placement.sh                      # httpool unpinned may_minihttp
 #   SERVERS="httpool hyper" ROUNDS=5 bash ci/placement.sh
 #
-# Servers: httpool (examples/testolope), pinned (the same with
-# Server::pin_workers), and the peers of benches/peers (may_minihttp, hyper,
+# Servers: httpool (examples/testolope, default settings), pinned (the same
+# with Server::pin_workers(true), the default on Linux), unpinned
+# (pin_workers(false)), and the peers of benches/peers (may_minihttp, hyper,
 # actix, ehttpd, astra). Linux only (/proc); needs wrk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-6}
 DURATION=${DURATION:-4}
-SERVERS=${SERVERS:-httpool pinned may_minihttp}
+SERVERS=${SERVERS:-httpool unpinned may_minihttp}
 PORT=${BASE_PORT:-19401}
 TARGET=${CARGO_TARGET_DIR:-target}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
@@ -25,7 +26,7 @@ cargo build --release --example testolope -q
 server_cmd() {
     case $1 in
     httpool) echo "$TARGET/release/examples/testolope" ;;
-    pinned) echo "$TARGET/release/examples/testolope {} pinned" ;;
+    pinned | unpinned) echo "$TARGET/release/examples/testolope {} $1" ;;
     *)
         local pkg=peer-${1//_/-}
         (cd benches/peers && cargo build --release -q -p "$pkg") >&2
@@ -57,9 +58,11 @@ for round in $(seq 1 "$ROUNDS"); do
         sleep 0.5
         together=0 seen=0
         for _ in $(seq 1 "$samples"); do
+            # On loaded CPUs the samples may outlast the client.
+            kill -0 "$client" 2>/dev/null || break
             # The two threads that run connections: the process's last two.
             cpus=$(for t in $(ls "/proc/$client/task" 2>/dev/null | sort -n | tail -2); do
-                awk '{print $39}' "/proc/$client/task/$t/stat" 2>/dev/null
+                awk '{print $39}' "/proc/$client/task/$t/stat" 2>/dev/null || true
             done | sort -u | wc -l)
             seen=$((seen + 1))
             ((cpus == 1)) && together=$((together + 1))

@@ -45,7 +45,7 @@ pub(crate) struct Pool<H> {
     handles: Arc<Handles>,
     /// For thread names.
     started: AtomicUsize,
-    /// With pinned workers, each seat's CPU: the thread that sits at a seat
+    /// With pinned workers, each seat's CPU: the thread that polls a seat
     /// runs there. Else empty.
     cpus: Vec<usize>,
 }
@@ -118,9 +118,19 @@ impl<H> Pool<H> {
     /// for, updated).
     fn pin(&self, seat: usize, pinned_at: &mut Option<usize>) {
         if !self.cpus.is_empty() && *pinned_at != Some(seat) {
-            sys::pin_current_thread(self.cpus[seat % self.cpus.len()]);
+            sys::run_current_thread_on(&[self.cpus[seat % self.cpus.len()]]);
             *pinned_at = Some(seat);
         }
+    }
+}
+
+/// Lets a pinned thread that leaves its seat run on any of `cpus` (the
+/// CPUs allowed) until it polls a seat again: a handler that blocks
+/// wakes, or one that computes runs, where a CPU is free, not behind the
+/// thread now sitting at the seat, on that seat's CPU.
+fn unpin(cpus: &[usize], pinned_at: &mut Option<usize>) {
+    if pinned_at.take().is_some() {
+        sys::run_current_thread_on(cpus);
     }
 }
 
@@ -169,6 +179,10 @@ struct Place<'a> {
     seat: usize,
     /// This worker's thread, where its state can be read.
     me: Option<sys::ThreadRef>,
+    /// With pinned workers, the CPUs allowed and the seat whose CPU this
+    /// thread runs on (see [`work`]).
+    cpus: &'a [usize],
+    pinned_at: &'a mut Option<usize>,
 }
 
 impl Seating for Place<'_> {
@@ -178,6 +192,7 @@ impl Seating for Place<'_> {
         // a call that only ran long may have computed (or been preempted on
         // busy cores), and the monitor's next look starts one if this
         // worker is found asleep, not if it computes.
+        unpin(self.cpus, self.pinned_at);
         if let Some(HandOver::Spawn) = self.shared.hand_over(self.seat, slept || self.me.is_none()) {
             self.pool.spawn_for(self.seat);
         }
@@ -205,20 +220,27 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
     }
     let mut scratch = Scratch::new(&shared.config);
     let me = sys::current_thread();
-    // With pinned workers, the seat whose CPU this thread runs on: it moves
-    // with the thread when it adopts another seat (a thread inherits the
-    // CPUs of the one that starts it, whatever seat that sits at). Pinned
-    // before the seat is let go to it: a move to another CPU may wait for
-    // that CPU, and meanwhile the seat stays claimed, not free and unpolled.
+    // With pinned workers, the seat whose CPU this thread runs on, if any:
+    // a thread is pinned as it starts at a seat and whenever it polls one
+    // (a thread inherits the CPUs of the one that starts it, whatever seat
+    // that sits at), and let go before a handler expected to block (see
+    // `Place`). A thread let go is not pinned again to serve a connection
+    // another thread's poll found: back from a blocking handler, it takes
+    // what is ready wherever it runs, without a move per call. Pinned before the seat is
+    // let go to it: a move to another CPU may wait for that CPU, and
+    // meanwhile the seat stays claimed, not free and unpolled.
     let mut pinned_at = None;
     pool.pin(seat, &mut pinned_at);
     shared.arrive(seat);
     loop {
-        // Pinned before polling an adopted seat too, not only once served.
         match shared.next(&mut seat, me, |at| pool.pin(at, &mut pinned_at)) {
             Work::Serve(conn) => {
-                pool.pin(seat, &mut pinned_at);
-                let mut place = Place { pool, shared, seat, me };
+                // A pinned thread that adopted another seat moves to its
+                // CPU before serving there (it may not poll for a while).
+                if pinned_at.is_some() {
+                    pool.pin(seat, &mut pinned_at);
+                }
+                let mut place = Place { pool, shared, seat, me, cpus: &pool.cpus, pinned_at: &mut pinned_at };
                 serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
                 // Room freed for a connection that waits to be accepted.
                 if shared.take_accept_waiting() {

@@ -452,15 +452,16 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
-/// Runs the calling thread on `cpu` only
-/// ([`Server::pin_workers`](crate::Server::pin_workers)). A failure (a CPU
-/// went offline, say) is logged; the thread then runs where it may.
+/// Runs the calling thread on `cpus` only
+/// ([`Server::pin_workers`](crate::Server::pin_workers)): one CPU to pin
+/// it, all those allowed to let it go. A failure (a CPU went offline, say)
+/// is logged; the thread then runs where it may.
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
-pub(crate) fn pin_current_thread(cpu: usize) {
+pub(crate) fn run_current_thread_on(cpus: &[usize]) {
     // SAFETY: all zeroes is a valid, empty `cpu_set_t` (a plain bit array).
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpu < libc::CPU_SETSIZE as usize {
+    for &cpu in cpus.iter().filter(|&&cpu| cpu < libc::CPU_SETSIZE as usize) {
         // SAFETY: CPU_SET writes one bit of the array behind the reference,
         // at an index below CPU_SETSIZE, its size in bits.
         unsafe { libc::CPU_SET(cpu, &mut set) };
@@ -470,12 +471,12 @@ pub(crate) fn pin_current_thread(cpu: usize) {
     // calling thread. It writes no memory of ours.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) };
     if rc != 0 {
-        warn!("pinning a thread to CPU {cpu} failed: {}", io::Error::last_os_error());
+        warn!("moving a thread to CPUs {cpus:?} failed: {}", io::Error::last_os_error());
     }
 }
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
-pub(crate) fn pin_current_thread(_: usize) {}
+pub(crate) fn run_current_thread_on(_: &[usize]) {}
 
 /// What the process does with a signal when it comes, as it stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -187,7 +187,7 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Linux only.
-pub(crate) fn pin_current_thread(_: usize) {}
+pub(crate) fn run_current_thread_on(_: &[usize]) {}
 
 /// Linux only: a thread's state is not read here.
 pub(crate) fn current_thread() -> Option<ThreadRef> {
