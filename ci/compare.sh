@@ -12,8 +12,9 @@
 #   MODES=pipelined DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh   # 16 requests at once
 #   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash ci/compare.sh
 #
-# Servers: httpool (examples/testolope), pinned (the same with
-# Server::pin_workers: one worker per CPU, pinned), c (benches/c_responder.c, cc -O2:
+# Servers: httpool (examples/testolope, default settings: on Linux one
+# worker per CPU, pinned), pinned (the same, asked for: Server::pin_workers),
+# unpinned (pin_workers(false): twice the cores' workers, free), c (benches/c_responder.c, cc -O2:
 # epoll on Linux, kqueue on macOS), ehttpd, may_minihttp, hyper, actix, astra
 # (benches/peers, its own workspace and target dir). A peer that does not
 # build is reported and skipped.
@@ -47,9 +48,9 @@ for s in $SERVERS; do
         cargo build --release --example testolope
         cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port"
         ;;
-    pinned)
+    pinned | unpinned)
         cargo build --release --example testolope
-        cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port pinned"
+        cmd="$TARGET/release/examples/testolope 127.0.0.1:$server_port $s"
         ;;
     before)
         [[ -n ${BEFORE:-} ]] || {

@@ -23,7 +23,8 @@
 #   BEFORE=/path/to/old/testolope SERVERS="httpool before" bash ci/mixed.sh
 #
 # Servers: httpool (examples/testolope, default settings), pinned (the same
-# with Server::pin_workers), before (BEFORE, the
+# with Server::pin_workers(true), the default on Linux), unpinned
+# (pin_workers(false)), before (BEFORE, the
 # testolope of another build, to compare builds side by side), actix, hyper,
 # ehttpd, astra, may_minihttp (benches/peers, its own workspace and target
 # dir). Each serves /sleep the way its crate advises for blocking work; see
@@ -275,9 +276,9 @@ main() {
             cargo build --release --example testolope
             CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]}"
             ;;
-        pinned)
+        pinned | unpinned)
             cargo build --release --example testolope
-            CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]} pinned"
+            CMD[$s]="$TARGET/release/examples/testolope 127.0.0.1:${PORT[$s]} $s"
             ;;
         before)
             [[ -n ${BEFORE:-} ]] || die "server 'before' needs BEFORE=path/to/testolope"
@@ -291,7 +292,7 @@ main() {
             fi
             CMD[$s]="$PEERS/target/release/$pkg 127.0.0.1:${PORT[$s]}"
             ;;
-        *) die "unknown server $s (httpool pinned before actix hyper ehttpd astra may_minihttp)" ;;
+        *) die "unknown server $s (httpool pinned unpinned before actix hyper ehttpd astra may_minihttp)" ;;
         esac
         built+=("$s")
     done

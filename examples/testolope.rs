@@ -38,10 +38,12 @@ fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:9999".into());
     let mut server = Server::bind(&addr)?;
-    // An optional worker count, for scale runs (default: httpool's), or
-    // `pinned`: one worker per CPU, pinned to it (`Server::pin_workers`).
+    // An optional worker count, for scale runs (default: httpool's; a count
+    // leaves workers unpinned), `pinned` (one worker per CPU, pinned to it:
+    // `Server::pin_workers`, the default on Linux), or `unpinned`.
     match args.next() {
         Some(arg) if arg == "pinned" => server = server.pin_workers(true),
+        Some(arg) if arg == "unpinned" => server = server.pin_workers(false),
         Some(arg) => {
             if let Ok(workers) = arg.parse() {
                 server = server.workers(workers);

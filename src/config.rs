@@ -5,9 +5,11 @@ use std::time::Duration;
 use crate::body::BodyBounds;
 use crate::parse::{Limits, MAX_HEADERS_CAP};
 
-/// Default count of core worker threads, which live as long as the server:
-/// twice the available cores, at least 4. More are started on demand while
-/// handlers block, up to [`DEFAULT_MAX_WORKERS`].
+/// Default count of core worker threads, which live as long as the server,
+/// where workers are not pinned ([`Server::pin_workers`](crate::Server::pin_workers),
+/// on by default on Linux, runs one per CPU): twice the available cores, at
+/// least 4. More are started on demand while handlers block, up to
+/// [`DEFAULT_MAX_WORKERS`].
 pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(4, |n| (n.get() * 2).max(4))
 }
@@ -132,8 +134,9 @@ pub(crate) struct Config {
     pub(crate) overload: Overload,
     /// Workers run under `SCHED_BATCH` (Linux).
     pub(crate) batch_scheduling: bool,
-    /// One core worker per CPU, pinned to it (Linux).
-    pub(crate) pin_workers: bool,
+    /// One core worker per CPU, pinned to it (Linux); `None`: unless the
+    /// worker count was set.
+    pub(crate) pin_workers: Option<bool>,
     /// Set on the listener as the server starts; `None`: left as it is.
     pub(crate) listen_backlog: Option<u32>,
     pub(crate) limits: Limits,
@@ -166,7 +169,7 @@ impl Default for Config {
             max_buffered_body_bytes: DEFAULT_MAX_BUFFERED_BODY_BYTES,
             overload: Overload::Wait,
             batch_scheduling: true,
-            pin_workers: false,
+            pin_workers: None,
             listen_backlog: None,
             #[cfg(feature = "tls")]
             tls: None,

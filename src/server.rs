@@ -130,10 +130,15 @@ impl Server {
     /// Core worker threads, which start with the server and live as long
     /// as it; each runs one handler call at a time. While handlers block,
     /// more are started on demand, up to [`Server::max_workers`]. Default:
-    /// [`default_workers`](crate::default_workers) (twice the cores, at least
-    /// 4). At least 1; raises `max_workers` to match if it is lower.
+    /// one per CPU where workers are pinned ([`Server::pin_workers`], on by
+    /// default on Linux), else [`default_workers`](crate::default_workers)
+    /// (twice the cores, at least 4). At least 1; raises `max_workers` to
+    /// match if it is lower. Setting it turns pinning off unless
+    /// `pin_workers(true)` asks for it, which sets the count to the CPUs
+    /// again.
     pub fn workers(mut self, n: usize) -> Server {
         self.config.workers = n.max(1);
+        self.config.pin_workers.get_or_insert(false);
         self.config.max_workers = self.config.max_workers.max(self.config.workers);
         self
     }
@@ -214,20 +219,26 @@ impl Server {
     /// a database), this keeps the tail short at saturation: with one
     /// worker on every core, the scheduler spreads the other threads
     /// instead of stacking two on one core, where each waits out the
-    /// other's time slice (BENCHMARKS.md). A pinned worker cannot move away
-    /// from a core that other work crowds, so leave it off where the CPUs
-    /// are shared with work that must not be crowded.
+    /// other's time slice (BENCHMARKS.md).
     ///
-    /// A handler that computes for long keeps its worker's core: the thread
-    /// that takes its seat over meanwhile runs on that core too. Leave it
-    /// off where handlers compute for long.
+    /// A worker that lets its seat go before a handler expected to block or
+    /// to compute for long (one that did on that connection before) lets go
+    /// of the seat's CPU too, until it polls a seat again: the handler
+    /// wakes, or computes, on whichever CPU is free, not behind the thread
+    /// that took the seat over. A connection's first such call keeps its
+    /// worker's CPU: the monitor finds it asleep there (or, after some
+    /// 20 ms, computing) and the thread it starts for the seat runs on the
+    /// same CPU. Where most connections make one call that computes for
+    /// long (no keep-alive), leave it off.
     ///
     /// It does nothing when the process is given less CPU time than the
     /// CPUs it may run on (a container's CPU quota): every such process
     /// would pin its workers to the same first few CPUs. Nor on macOS,
-    /// Windows and other systems. Default: off.
+    /// Windows and other systems. Default: on where the server may run on
+    /// two CPUs or more, unless [`Server::workers`] was set or
+    /// [`Server::max_workers`] is below the CPUs.
     pub fn pin_workers(mut self, on: bool) -> Server {
-        self.config.pin_workers = on;
+        self.config.pin_workers = Some(on);
         self
     }
 
@@ -558,12 +569,17 @@ impl Server {
         };
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         let mut config = self.config;
-        let mut cpus = if config.pin_workers { sys::allowed_cpus() } else { Vec::new() };
+        let mut cpus = if config.pin_workers.unwrap_or(true) { sys::allowed_cpus() } else { Vec::new() };
         if cpus.len() > cores {
             // A CPU share below the CPUs allowed (a container's quota): the
             // first few CPUs would take the pinned workers of every such
             // process on the machine.
             debug!("workers not pinned: {cores} CPUs' worth of time on {} CPUs", cpus.len());
+            cpus.clear();
+        }
+        if config.pin_workers.is_none() && (cpus.len() < 2 || config.max_workers < cpus.len()) {
+            // By default, not where there is one CPU (nothing to spread),
+            // nor where a bound on threads below the CPUs was set.
             cpus.clear();
         }
         if !cpus.is_empty() {

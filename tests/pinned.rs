@@ -1,5 +1,6 @@
 //! `Server::pin_workers`: one core worker per CPU, and every worker, core
-//! or added for handlers that block, on the CPU of the seat it sits at.
+//! or added for handlers that block, on the CPU of the seat it sits at;
+//! the default unless the worker count is set.
 //! Linux only (it does nothing elsewhere), and alone in its test binary: it
 //! reads every thread of the process, so no other server may run beside it.
 #![cfg(all(target_os = "linux", not(httpool_portable)))]
@@ -8,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{blocking_server_telling, connect, get, read_reply, send, wait_for};
+use common::{blocking_server, blocking_server_telling, connect, get, read_reply, send, wait_for};
 
 /// The CPUs in a `Cpus_allowed_list` value ("0-3,8,10-11").
 fn parse_cpus(list: &str) -> Vec<usize> {
@@ -118,6 +119,12 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     wait_for_threads("httpool-worker", "a thread the monitor started, on the blocked seat's CPU", |found| {
         one_more_beside(found, core, &allowed, &blocked)
     });
+    // The handler blocks a while longer: a call across two ticks of the
+    // monitor or more (a millisecond each while the server is busy) marks
+    // its connection as one whose handler blocks, which the next call
+    // below relies on. (Released as soon as the thread above showed up, it
+    // could end a tick after it began, and count as quick.)
+    std::thread::sleep(Duration::from_millis(50));
     // Whichever thread retires once the handler is done, every seat keeps
     // a thread on its CPU.
     release.send(()).unwrap();
@@ -126,12 +133,19 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     wait_for_threads("httpool-worker", "a thread retired", |found| one_cpu_each_covering(found, core, &allowed));
 
     // The connection's handler blocked before: its worker hands its seat
-    // to a new thread itself before calling the next one.
+    // to a new thread itself before calling the next one, and lets go of
+    // the seat's CPU, so that the handler wakes (or computes) on whichever
+    // CPU is free, not behind the thread now sitting at the seat.
     send(&mut conn, &get("/block"));
-    let blocked = entered.recv().unwrap();
+    assert_eq!(entered.recv().unwrap(), allowed, "a handler expected to block runs on any CPU");
     wait_for(&server, "a thread started by a worker", |s| s.threads == core as u64 + 1);
     wait_for_threads("httpool-worker", "a thread a worker started, on the blocked seat's CPU", |found| {
-        one_more_beside(found, core, &allowed, &blocked)
+        // One thread free (with one CPU, it looks pinned), the others one
+        // on each CPU.
+        let mut pinned = found.to_vec();
+        let Some(free) = pinned.iter().position(|cpus| *cpus == allowed) else { return false };
+        pinned.remove(free);
+        one_cpu_each_covering(&pinned, core, &allowed)
     });
     // A trivial request is served meanwhile.
     let mut other = connect(server.local_addr());
@@ -139,6 +153,39 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
     assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
     release.send(()).unwrap();
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"done");
+    assert!(server.shutdown());
+
+    // Without a word, workers are pinned, one per CPU, where there are two
+    // CPUs or more; a worker count set, or a bound on threads below the
+    // CPUs, leaves them free, unless pinning is asked for as well (above).
+    // Extra threads, if a slow start makes the monitor add one, retire at
+    // once.
+    let quick = |s: httpool::Server| s.worker_idle_timeout(Duration::from_millis(1));
+    let (server, _, _) = blocking_server(quick);
+    if core > 1 {
+        wait_for(&server, "one core worker per CPU", |s| s.threads == core as u64);
+        wait_for_threads("httpool-worker", "workers pinned by default", |found| {
+            one_cpu_each_covering(found, core, &allowed)
+        });
+    } else {
+        let unpinned = httpool::default_workers() as u64;
+        wait_for(&server, "one CPU: the unpinned default", |s| s.threads == unpinned);
+    }
+    assert!(server.shutdown());
+    free_workers(|s| quick(s).workers(3), 3, &allowed);
+    if core > 1 {
+        free_workers(|s| quick(s).max_workers(core - 1), core - 1, &allowed);
+    }
+}
+
+/// Starts a server configured by `configure`, which must run `n` workers
+/// free to run on every CPU allowed, and stops it.
+fn free_workers(configure: impl FnOnce(httpool::Server) -> httpool::Server, n: usize, allowed: &[usize]) {
+    let (server, _, _) = blocking_server(configure);
+    wait_for(&server, "the workers asked for", |s| s.threads == n as u64);
+    wait_for_threads("httpool-worker", "counted or bounded workers, free", |found| {
+        found.len() == n && found.iter().all(|cpus| cpus == allowed)
+    });
     assert!(server.shutdown());
 }
 
