@@ -31,7 +31,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     log::set_max_level(log::LevelFilter::Info);
     let statics = Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
     let notes = Notes::open(&db, statics)?;
-    let server = Server::bind(&addr)?;
+    let mut server = Server::bind(&addr)?;
+    // `unpinned`: workers not pinned to CPUs (`Server::pin_workers`), to
+    // compare the two.
+    if args.next().as_deref() == Some("unpinned") {
+        server = server.pin_workers(false);
+    }
     eprintln!("notes on http://{}/ (database {db})", server.local_addr()?);
     server.serve_handler(app(notes))?;
     Ok(())
