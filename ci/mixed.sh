@@ -32,7 +32,9 @@
 # reported and skipped; a server that stops answering ends the run.
 #
 # Environment: ROUNDS (1), DURATION (10, seconds per trivial run), BLOCKING
-# ("8 64 256", blocking connections per level), SERVERS (all of the above),
+# ("8 64 256", blocking connections per level), BLOCKING_CLOSE (0; 1: each
+# blocking request on a new connection, `Connection: close`, as from a proxy
+# that keeps no upstream connection alive), SERVERS (all of the above),
 # IDLE_WAIT (12, seconds after the load before the last sample), WARMUP (1,
 # seconds), BASE_PORT (19201; one port per server), CARGO_TARGET_DIR
 # (target). Only 127.0.0.1 is used. Both clients use a 10 s timeout, not
@@ -47,6 +49,8 @@ PIN=0
 BENCH_LIB=1 source ci/wrk.sh
 
 BLOCKING=${BLOCKING:-8 64 256}
+BLOCKING_HEADER=()
+[[ ${BLOCKING_CLOSE:-0} == 1 ]] && BLOCKING_HEADER=(-H "Connection: close")
 SERVERS=${SERVERS:-httpool actix hyper ehttpd astra may_minihttp}
 IDLE_WAIT=${IDLE_WAIT:-12}
 BASE_PORT=${BASE_PORT:-19201}
@@ -103,7 +107,8 @@ alive() {
 # outlives its run by 30 s), output to OUT; sets WRK_PID.
 wrk_bg() {
     local out=$1 secs=$2 conns=$3 threads=$4 url=$5
-    timeout $((secs + 30)) wrk -t"$threads" -c"$conns" -d"$secs"s --timeout "$TIMEOUT" --latency "$url" >"$out" 2>&1 &
+    shift 5
+    timeout $((secs + 30)) wrk -t"$threads" -c"$conns" -d"$secs"s --timeout "$TIMEOUT" --latency "$@" "$url" >"$out" 2>&1 &
     WRK_PID=$!
     WRK_PIDS+=("$WRK_PID")
 }
@@ -151,7 +156,7 @@ parse_wrk() {
 # the trivial run inside it; sets PEAK to "threads rss_kib" at their peak.
 mixed_run() {
     local name=$1 pid=$2 base=$3 n=$4 trivial=$5 blocking=$6 bpid tpid t r peak_t=0 peak_r=0
-    wrk_bg "$blocking" $((RAMP + DURATION + RAMP)) "$n" 1 "$base/sleep"
+    wrk_bg "$blocking" $((RAMP + DURATION + RAMP)) "$n" 1 "$base/sleep" ${BLOCKING_HEADER[@]+"${BLOCKING_HEADER[@]}"}
     bpid=$WRK_PID
     sleep "$RAMP"
     wrk_bg "$trivial" "$DURATION" "$CONNECTIONS" 2 "$base/testolope"

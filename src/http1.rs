@@ -137,6 +137,22 @@ pub(crate) trait Seating {
     fn seen_since(&self, _tick: u64) -> Option<bool> {
         None
     }
+
+    /// How many times this worker's thread has gone to sleep so far (see
+    /// `sys::sleeps_so_far`): a call handed over before it ran that slept
+    /// blocked. `None` when that cannot be told.
+    fn sleeps(&self) -> Option<u64> {
+        None
+    }
+
+    /// True when a call of `method` on `path` is expected to block, from
+    /// calls on other connections (see `shared::routes`).
+    fn route_blocks(&self, _method: &str, _path: &str) -> bool {
+        false
+    }
+
+    /// A call of `method` on `path` went as `ran` says.
+    fn route_ran(&self, _method: &str, _path: &str, _ran: Ran) {}
 }
 
 /// How a handler call went, as far as the worker can tell.
@@ -147,7 +163,9 @@ pub(crate) enum Ran {
     Quick,
     /// Across two monitor ticks, and nobody saw how: taken as blocked.
     Long,
-    /// Across two ticks, and the monitor found the worker asleep: blocked.
+    /// Across two ticks, and the monitor found the worker asleep, or (a
+    /// call handed over before it ran, which the monitor does not watch)
+    /// the thread went to sleep during it: blocked.
     Asleep,
 }
 

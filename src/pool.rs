@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
 use crate::handler::Handler;
-use crate::http1::{Ctx, Next, Scratch, Seating, serve};
+use crate::http1::{Ctx, Next, Ran, Scratch, Seating, serve};
 use crate::io::{Pace, Socket, Waiter};
 use crate::shared::{Connection, HandOver, Shared, Work};
 use crate::sys;
@@ -206,6 +206,18 @@ impl Seating for Place<'_> {
         // Only a finding of this very thread counts: the monitor judges the
         // thread that polled the seat, or took work at it, last.
         self.shared.seats[self.seat].found_since(self.me?, tick, self.shared.ticks())
+    }
+
+    fn sleeps(&self) -> Option<u64> {
+        sys::sleeps_so_far()
+    }
+
+    fn route_blocks(&self, method: &str, path: &str) -> bool {
+        self.shared.routes.blocks(method, path)
+    }
+
+    fn route_ran(&self, method: &str, path: &str, ran: Ran) {
+        self.shared.routes.ran(method, path, ran);
     }
 }
 

@@ -105,7 +105,19 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);
     let method = req.method();
     let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
-    let (resp, ran) = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, slow_before);
+    // A connection with no blocking past may still call a route that
+    // blocked for others (its first call, behind a proxy that opens a
+    // connection per request).
+    let expect_block = match slow_before {
+        Slow::No if cx.seat.route_blocks(method, req.path()) => Slow::Slept,
+        slow => slow,
+    };
+    let (resp, ran) = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block);
+    // A quick call not expected to block tells the routes nothing: its
+    // route is not marked (else it would have been expected to).
+    if ran != Ran::Quick || expect_block != Slow::No {
+        cx.seat.route_ran(req.method(), req.path(), ran);
+    }
     let mut body = req.into_body();
     let drained = if resp.upgrade.is_some() {
         // The body comes before the other protocol's bytes: it is read
@@ -200,9 +212,14 @@ pub(super) fn call<H: Handler + ?Sized>(
     seat: &mut dyn Seating,
     expect_block: Slow,
 ) -> (Response, Ran) {
-    if expect_block != Slow::No {
+    // A call handed over before it runs is not watched by the monitor (its
+    // seat is another thread's): whether it slept is read from the thread.
+    let sleeps_before = if expect_block != Slow::No {
         seat.handler_may_block(expect_block == Slow::Slept);
-    }
+        seat.sleeps()
+    } else {
+        None
+    };
     let before = seat.ticks();
     let resp = match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {
         Ok(resp) => resp,
@@ -226,7 +243,10 @@ pub(super) fn call<H: Handler + ?Sized>(
     let ran = match seat.seen_since(before) {
         Some(true) => Ran::Asleep,
         Some(false) => Ran::Quick,
-        None => Ran::Long,
+        None => match (sleeps_before, seat.sleeps()) {
+            (Some(before), Some(after)) if after > before => Ran::Asleep,
+            _ => Ran::Long,
+        },
     };
     (resp, ran)
 }

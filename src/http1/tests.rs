@@ -1085,6 +1085,10 @@ struct TestSeat {
     handed_over: std::sync::Arc<std::sync::atomic::AtomicU64>,
     may_grow: std::sync::Arc<std::sync::atomic::AtomicU64>,
     seen: Option<bool>,
+    /// Routes seen asleep, shared with other seats (connections).
+    routes: Option<std::sync::Arc<crate::shared::routes::Routes>>,
+    /// The worker thread's sleeps so far, where the test tells them.
+    sleeps: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Seating for TestSeat {
@@ -1099,6 +1103,92 @@ impl Seating for TestSeat {
 
     fn seen_since(&self, _: u64) -> Option<bool> {
         self.seen
+    }
+
+    fn sleeps(&self) -> Option<u64> {
+        self.sleeps.as_ref().map(|n| n.load(Ordering::Relaxed))
+    }
+
+    fn route_blocks(&self, method: &str, path: &str) -> bool {
+        self.routes.as_ref().is_some_and(|routes| routes.blocks(method, path))
+    }
+
+    fn route_ran(&self, method: &str, path: &str, ran: Ran) {
+        if let Some(routes) = &self.routes {
+            routes.ran(method, path, ran);
+        }
+    }
+}
+
+/// A route whose handler was seen asleep on one connection is handed over
+/// before it runs on another connection's first call, with a thread at
+/// once if none is idle (behind a proxy that opens a connection per
+/// request, every call is a first one); another route, or method, is not.
+#[test]
+fn a_route_seen_asleep_is_handed_over_on_a_new_connections_first_call() {
+    let routes = std::sync::Arc::new(crate::shared::routes::Routes::new());
+    // Each request on its own connection, each connection with its seat;
+    // `seen`: what the monitor finds of a long call.
+    let call = |request: &[u8], seen: Option<bool>| {
+        let seat = TestSeat { seen, routes: Some(routes.clone()), ..TestSeat::default() };
+        let clock = seat.ticks.clone();
+        let handler = move |req: &mut Request<'_>| {
+            if req.path() == "/report" {
+                clock.fetch_add(2, Ordering::Relaxed);
+            }
+            Response::text("done")
+        };
+        let mut s = Served::new(&handler);
+        s.seat = Box::new(seat.clone());
+        let mut io = Script::new(&[request]);
+        io.release();
+        s.serve(&mut io);
+        assert_eq!(redact_dates(&io.written).matches("HTTP/1.1 200").count(), 1);
+        (seat.handed_over.load(Ordering::Relaxed), seat.may_grow.load(Ordering::Relaxed))
+    };
+    let report = b"GET /report HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    // Not seen asleep: nothing is kept.
+    assert_eq!(call(report, None), (0, 0));
+    assert_eq!(call(report, None), (0, 0));
+    // Seen asleep once: the next connection's call is handed over first.
+    assert_eq!(call(report, Some(true)), (0, 0));
+    assert_eq!(call(report, None), (1, 1));
+    assert_eq!(call(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", None), (0, 0));
+    assert_eq!(call(b"POST /report HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", None), (0, 0));
+    assert_eq!(call(report, None), (1, 1));
+}
+
+/// A call handed over before it ran is not watched by the monitor; the
+/// worker tells from its thread's sleeps whether it blocked. One that slept
+/// keeps its connection's next calls starting a thread for the seat, past
+/// the 16 that would otherwise wear the expectation off; one that ran long
+/// without sleeping (it computed) wears it off as before.
+#[test]
+fn a_handed_over_call_that_slept_counts_as_seen_asleep() {
+    for (slept, may_grow) in [(true, 40), (false, 16)] {
+        let sleeps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let seat = TestSeat { sleeps: Some(sleeps.clone()), ..TestSeat::default() };
+        let clock = seat.ticks.clone();
+        // The first call is seen asleep by the monitor; the rest are handed
+        // over before they run, and nobody looks.
+        let handler = move |_: &mut Request<'_>| {
+            clock.fetch_add(2, Ordering::Relaxed);
+            sleeps.fetch_add(u64::from(slept), Ordering::Relaxed);
+            Response::text("done")
+        };
+        let mut s = Served::new(&handler);
+        let mut first = seat.clone();
+        first.seen = Some(true);
+        s.seat = Box::new(first);
+        let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n".as_slice()]);
+        io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        s.seat = Box::new(seat.clone());
+        let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n".repeat(40).as_slice()]);
+        io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        assert_eq!(seat.handed_over.load(Ordering::Relaxed), 40, "slept {slept}");
+        assert_eq!(seat.may_grow.load(Ordering::Relaxed), may_grow, "slept {slept}");
     }
 }
 

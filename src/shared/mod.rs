@@ -42,6 +42,7 @@ pub(crate) mod crew;
 pub(crate) mod engine;
 #[cfg(all(test, httpool_shuttle))]
 mod model;
+pub(crate) mod routes;
 pub(crate) mod seats;
 pub(crate) mod slots;
 
@@ -91,6 +92,8 @@ pub(crate) struct Shared {
     /// their stacks once they are gone.
     pub(crate) stacks_to_give_back: AtomicBool,
     pub(crate) counters: Counters,
+    /// Routes whose handlers were seen asleep lately.
+    pub(crate) routes: routes::Routes,
 }
 
 impl Shared {
@@ -107,6 +110,7 @@ impl Shared {
             monitor: OnceLock::new(),
             ticks: AtomicU64::new(0),
             stacks_to_give_back: AtomicBool::new(false),
+            routes: routes::Routes::new(),
             counters: Counters::default(),
         })
     }

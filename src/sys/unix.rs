@@ -370,6 +370,30 @@ pub(crate) fn current_thread() -> Option<ThreadRef> {
     None
 }
 
+/// How many times the calling thread has gone to sleep (voluntary context
+/// switches: a blocking call, a lock, a sleep) since it started; `None`
+/// where this is not read. A worker that let its seat go before a handler
+/// expected to block tells from it whether the call blocked, where nobody
+/// else looks.
+///
+/// Neither std nor rustix reads a thread's usage, hence `unsafe`.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[allow(unsafe_code)]
+pub(crate) fn sleeps_so_far() -> Option<u64> {
+    // SAFETY: `rusage` holds only integers and `timeval`s, for which all
+    // zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage(2) writes one `rusage` through the pointer, which
+    // points to `usage`, alive on this frame for the whole call.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &raw mut usage) };
+    (rc == 0).then(|| u64::try_from(usage.ru_nvcsw).unwrap_or(0))
+}
+
+#[cfg(not(all(target_os = "linux", not(httpool_portable))))]
+pub(crate) fn sleeps_so_far() -> Option<u64> {
+    None
+}
+
 /// Whether `thread` is running or runnable (`R`: on a CPU, or preempted
 /// and waiting for one) rather than asleep (blocked in a system call, a
 /// lock, a sleep); `None` when that cannot be told. Read from
@@ -521,7 +545,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, mpsc};
 
-    use super::{coarse_now, current_thread, wants_cpu};
+    use super::{coarse_now, current_thread, sleeps_so_far, wants_cpu};
 
     /// The coarse clock is the fine one as of the kernel's last tick: never
     /// ahead of it, and behind by a tick at most (1–10 ms; a second allowed
@@ -541,6 +565,16 @@ mod tests {
     /// A thread that spins is running or waiting for a CPU, always; one
     /// blocked on a channel is asleep once it has got there; each thread has
     /// its own id.
+    /// A thread's sleeps count up when it waits (here the wait is the
+    /// point: a nanosleep is one).
+    #[test]
+    fn a_thread_that_waits_counts_a_sleep() {
+        let before = sleeps_so_far().expect("the thread's usage");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let after = sleeps_so_far().unwrap();
+        assert!(after > before, "{before} then {after}");
+    }
+
     #[test]
     fn a_thread_that_spins_wants_a_cpu_and_one_that_waits_does_not() {
         let me = current_thread().expect("this thread's id");

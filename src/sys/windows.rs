@@ -189,6 +189,11 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 /// Linux only.
 pub(crate) fn run_current_thread_on(_: &[usize]) {}
 
+/// Linux only.
+pub(crate) fn sleeps_so_far() -> Option<u64> {
+    None
+}
+
 /// Linux only: a thread's state is not read here.
 pub(crate) fn current_thread() -> Option<ThreadRef> {
     None

@@ -1,0 +1,112 @@
+//! Which routes' handlers block, remembered across connections.
+//!
+//! A connection whose handler blocked lately lets its seat go before its
+//! next call (`http1::state`). A connection's first call has no such past:
+//! behind a proxy that opens a connection per request, every call is a
+//! first one, and each that blocks holds its seat until the monitor's next
+//! look (a tick) finds it asleep. With a thousand such calls a second on two
+//! seats, that stalled the seats a third of the time or more (BENCHMARKS.md).
+//! So calls seen asleep are also remembered by method and path, in a small
+//! table of hashed slots shared by the workers: a first call to a route
+//! that blocked is handed over before it runs, like a connection's next
+//! one. A collision costs a route an early hand-over now and then, never a
+//! wrong answer; the table is read only once some call was seen asleep.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use crate::http1::Ran;
+
+/// Slots of the table (a power of two).
+const SLOTS: usize = 256;
+
+/// Calls to a route after one was seen asleep that are handed over without
+/// being looked at (a call handed over is not watched by the monitor), as
+/// for a connection (`SLEPT_MEMORY` in `http1::state`): then one must be
+/// seen asleep again.
+const SLEPT_MEMORY: u8 = 16;
+
+/// What a quick call takes off its route's memory: a route that stopped
+/// blocking is forgotten after a few calls.
+const QUICK_FORGETS: u8 = 4;
+
+pub(crate) struct Routes {
+    /// Some call was seen asleep since the server started: until then no
+    /// path is hashed.
+    seen: AtomicBool,
+    /// Per slot, the calls left to hand over before running (0: none).
+    /// Updated with plain loads and stores: a lost update only shifts when
+    /// a route is looked at again.
+    slots: [AtomicU8; SLOTS],
+}
+
+impl Routes {
+    pub(crate) fn new() -> Routes {
+        Routes { seen: AtomicBool::new(false), slots: std::array::from_fn(|_| AtomicU8::new(0)) }
+    }
+
+    /// True when a call of `method` on `path` is expected to block: one was
+    /// seen asleep lately.
+    #[inline]
+    pub(crate) fn blocks(&self, method: &str, path: &str) -> bool {
+        self.seen.load(Ordering::Relaxed) && self.slot(method, path).load(Ordering::Relaxed) > 0
+    }
+
+    /// A call of `method` on `path` went as `ran` says.
+    #[inline]
+    pub(crate) fn ran(&self, method: &str, path: &str, ran: Ran) {
+        if ran == Ran::Asleep {
+            if !self.seen.load(Ordering::Relaxed) {
+                self.seen.store(true, Ordering::Relaxed);
+            }
+            self.slot(method, path).store(SLEPT_MEMORY, Ordering::Relaxed);
+        } else if self.seen.load(Ordering::Relaxed) {
+            let slot = self.slot(method, path);
+            let left = slot.load(Ordering::Relaxed);
+            if left > 0 {
+                let less = if ran == Ran::Quick { QUICK_FORGETS } else { 1 };
+                slot.store(left.saturating_sub(less), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The slot of a route: FNV-1a over the method, a separator and the path.
+    fn slot(&self, method: &str, path: &str) -> &AtomicU8 {
+        let mut hash: u32 = 0x811c_9dc5;
+        for &b in method.as_bytes().iter().chain(b" ").chain(path.as_bytes()) {
+            hash = (hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+        &self.slots[hash as usize % SLOTS]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_seen_asleep_is_expected_to_block_until_it_runs_quick_or_unwatched_for_long() {
+        let routes = Routes::new();
+        assert!(!routes.blocks("GET", "/report"));
+        // Nothing is kept before a call is seen asleep.
+        routes.ran("GET", "/report", Ran::Long);
+        assert!(!routes.blocks("GET", "/report"));
+        routes.ran("GET", "/report", Ran::Asleep);
+        assert!(routes.blocks("GET", "/report"));
+        assert!(!routes.blocks("POST", "/report"), "the method is part of the route");
+        assert!(!routes.blocks("GET", "/"));
+        // Calls handed over are not watched: they count down the memory.
+        for _ in 0..SLEPT_MEMORY - 1 {
+            routes.ran("GET", "/report", Ran::Long);
+        }
+        assert!(routes.blocks("GET", "/report"));
+        routes.ran("GET", "/report", Ran::Long);
+        assert!(!routes.blocks("GET", "/report"), "seen asleep again, or forgotten");
+        // A route that turns quick is forgotten in a few calls.
+        routes.ran("GET", "/report", Ran::Asleep);
+        for _ in 0..SLEPT_MEMORY.div_ceil(QUICK_FORGETS) {
+            assert!(routes.blocks("GET", "/report"));
+            routes.ran("GET", "/report", Ran::Quick);
+        }
+        assert!(!routes.blocks("GET", "/report"));
+    }
+}
