@@ -138,10 +138,11 @@ pub(crate) trait Seating {
         None
     }
 
-    /// How many times this worker's thread has gone to sleep so far (see
-    /// `sys::sleeps_so_far`): a call handed over before it ran that slept
-    /// blocked. `None` when that cannot be told.
-    fn sleeps(&self) -> Option<u64> {
+    /// This worker's thread's sleeps so far and the CPU time it used (see
+    /// `sys::sleeps_and_cpu`): a call handed over before it ran that slept,
+    /// and ran for less than half its time, blocked. `None` when that
+    /// cannot be told.
+    fn sleeps_and_cpu(&self) -> Option<(u64, Duration)> {
         None
     }
 
@@ -165,7 +166,7 @@ pub(crate) enum Ran {
     Long,
     /// Across two ticks, and the monitor found the worker asleep, or (a
     /// call handed over before it ran, which the monitor does not watch)
-    /// the thread went to sleep during it: blocked.
+    /// the thread slept during it and ran for less than half of it: blocked.
     Asleep,
 }
 

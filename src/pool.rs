@@ -208,8 +208,8 @@ impl Seating for Place<'_> {
         self.shared.seats[self.seat].found_since(self.me?, tick, self.shared.ticks())
     }
 
-    fn sleeps(&self) -> Option<u64> {
-        sys::sleeps_so_far()
+    fn sleeps_and_cpu(&self) -> Option<(u64, std::time::Duration)> {
+        sys::sleeps_and_cpu()
     }
 
     fn route_blocks(&self, method: &str, path: &str) -> bool {

@@ -214,14 +214,25 @@ pub(super) fn call<H: Handler + ?Sized>(
 ) -> (Response, Ran) {
     // A call handed over before it runs is not watched by the monitor (its
     // seat is another thread's): whether it slept is read from the thread.
-    let sleeps_before = if expect_block != Slow::No {
+    let asleep_before = if expect_block != Slow::No {
         seat.handler_may_block(expect_block == Slow::Slept);
-        seat.sleeps()
+        seat.sleeps_and_cpu().map(|usage| (usage, Instant::now()))
     } else {
         None
     };
     let before = seat.ticks();
-    let resp = match catch_unwind(AssertUnwindSafe(|| handler.handle(req))) {
+    let result = catch_unwind(AssertUnwindSafe(|| handler.handle(req)));
+    // Read at once: logging a panic may wait too.
+    // `Some(true)`: it slept, and ran for less than half of it (it
+    // blocked); `Some(false)`: it did not (it computed, maybe waiting a
+    // moment for a lock); `None`: not read.
+    let slept = match (asleep_before, asleep_before.and_then(|_| seat.sleeps_and_cpu())) {
+        (Some(((sleeps, cpu), at)), Some((sleeps_after, cpu_after))) => {
+            Some(sleeps_after > sleeps && cpu_after.saturating_sub(cpu) * 2 < at.elapsed())
+        }
+        _ => None,
+    };
+    let resp = match result {
         Ok(resp) => resp,
         Err(panic) => {
             let text = panic
@@ -243,9 +254,11 @@ pub(super) fn call<H: Handler + ?Sized>(
     let ran = match seat.seen_since(before) {
         Some(true) => Ran::Asleep,
         Some(false) => Ran::Quick,
-        None => match (sleeps_before, seat.sleeps()) {
-            (Some(before), Some(after)) if after > before => Ran::Asleep,
-            _ => Ran::Long,
+        // A call handed over: what its thread tells, as if seen.
+        None => match slept {
+            Some(true) => Ran::Asleep,
+            Some(false) => Ran::Quick,
+            None => Ran::Long,
         },
     };
     (resp, ran)

@@ -1087,7 +1087,8 @@ struct TestSeat {
     seen: Option<bool>,
     /// Routes seen asleep, shared with other seats (connections).
     routes: Option<std::sync::Arc<crate::shared::routes::Routes>>,
-    /// The worker thread's sleeps so far, where the test tells them.
+    /// The worker thread's sleeps so far, where the test tells them (its
+    /// CPU time stays nil).
     sleeps: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
@@ -1105,8 +1106,8 @@ impl Seating for TestSeat {
         self.seen
     }
 
-    fn sleeps(&self) -> Option<u64> {
-        self.sleeps.as_ref().map(|n| n.load(Ordering::Relaxed))
+    fn sleeps_and_cpu(&self) -> Option<(u64, Duration)> {
+        self.sleeps.as_ref().map(|n| (n.load(Ordering::Relaxed), Duration::ZERO))
     }
 
     fn route_blocks(&self, method: &str, path: &str) -> bool {
@@ -1120,7 +1121,7 @@ impl Seating for TestSeat {
     }
 }
 
-/// A route whose handler was seen asleep on one connection is handed over
+/// A route whose handler was seen asleep is handed over
 /// before it runs on another connection's first call, with a thread at
 /// once if none is idle (behind a proxy that opens a connection per
 /// request, every call is a first one); another route, or method, is not.
@@ -1159,13 +1160,16 @@ fn a_route_seen_asleep_is_handed_over_on_a_new_connections_first_call() {
 }
 
 /// A call handed over before it ran is not watched by the monitor; the
-/// worker tells from its thread's sleeps whether it blocked. One that slept
-/// keeps its connection's next calls starting a thread for the seat, past
-/// the 16 that would otherwise wear the expectation off; one that ran long
-/// without sleeping (it computed) wears it off as before.
+/// worker tells from its thread's sleeps and CPU time whether it blocked.
+/// One that slept (and ran little) keeps its connection's next calls
+/// starting a thread for the seat, past the 16 that would otherwise wear
+/// the expectation off. One that did not sleep computed, as if seen
+/// running: the expectation wears off in 4 calls; the next, not handed
+/// over and not watched, runs long and brings it back, for calls that may
+/// compute (no thread started for them): 4 handed over in every 5.
 #[test]
 fn a_handed_over_call_that_slept_counts_as_seen_asleep() {
-    for (slept, may_grow) in [(true, 40), (false, 16)] {
+    for (slept, handed_over, may_grow) in [(true, 40, 40), (false, 32, 4)] {
         let sleeps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let seat = TestSeat { sleeps: Some(sleeps.clone()), ..TestSeat::default() };
         let clock = seat.ticks.clone();
@@ -1187,7 +1191,7 @@ fn a_handed_over_call_that_slept_counts_as_seen_asleep() {
         let mut io = Script::new(&[b"GET /a HTTP/1.1\r\nHost: a\r\n\r\n".repeat(40).as_slice()]);
         io.release();
         assert_eq!(s.serve(&mut io), Next::Park);
-        assert_eq!(seat.handed_over.load(Ordering::Relaxed), 40, "slept {slept}");
+        assert_eq!(seat.handed_over.load(Ordering::Relaxed), handed_over, "slept {slept}");
         assert_eq!(seat.may_grow.load(Ordering::Relaxed), may_grow, "slept {slept}");
     }
 }

@@ -9,9 +9,15 @@
 //! So calls seen asleep are also remembered by method and path, in a small
 //! table of hashed slots shared by the workers: a first call to a route
 //! that blocked is handed over before it runs, like a connection's next
-//! one. A collision costs a route an early hand-over now and then, never a
-//! wrong answer; the table is read only once some call was seen asleep.
+//! one. A call found asleep by mistake (a computing handler caught in a
+//! page fault) marks its route for a few calls only: handed over, they are
+//! found computing, which wears the mark off as quick calls do. The hash is keyed per server, over at most the path's
+//! first [`PREFIX`] bytes and its length, so a client can neither aim a
+//! mark at another route nor make the hashing long; a collision costs a
+//! route an early hand-over now and then, never a wrong answer. The table
+//! is read only once some call was seen asleep.
 
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::http1::Ran;
@@ -29,6 +35,9 @@ const SLEPT_MEMORY: u8 = 16;
 /// blocking is forgotten after a few calls.
 const QUICK_FORGETS: u8 = 4;
 
+/// Bytes of a path hashed at most (with its length).
+const PREFIX: usize = 64;
+
 pub(crate) struct Routes {
     /// Some call was seen asleep since the server started: until then no
     /// path is hashed.
@@ -37,11 +46,16 @@ pub(crate) struct Routes {
     /// Updated with plain loads and stores: a lost update only shifts when
     /// a route is looked at again.
     slots: [AtomicU8; SLOTS],
+    keys: RandomState,
 }
 
 impl Routes {
     pub(crate) fn new() -> Routes {
-        Routes { seen: AtomicBool::new(false), slots: std::array::from_fn(|_| AtomicU8::new(0)) }
+        Routes {
+            seen: AtomicBool::new(false),
+            slots: std::array::from_fn(|_| AtomicU8::new(0)),
+            keys: RandomState::new(),
+        }
     }
 
     /// True when a call of `method` on `path` is expected to block: one was
@@ -69,13 +83,12 @@ impl Routes {
         }
     }
 
-    /// The slot of a route: FNV-1a over the method, a separator and the path.
+    /// The slot of a route: its method, the first [`PREFIX`] bytes of its
+    /// path and the path's length, hashed with the server's keys.
     fn slot(&self, method: &str, path: &str) -> &AtomicU8 {
-        let mut hash: u32 = 0x811c_9dc5;
-        for &b in method.as_bytes().iter().chain(b" ").chain(path.as_bytes()) {
-            hash = (hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
-        &self.slots[hash as usize % SLOTS]
+        let prefix = &path.as_bytes()[..path.len().min(PREFIX)];
+        let hash = self.keys.hash_one((method, prefix, path.len()));
+        &self.slots[(hash >> 32) as usize % SLOTS]
     }
 }
 
@@ -100,7 +113,7 @@ mod tests {
         }
         assert!(routes.blocks("GET", "/report"));
         routes.ran("GET", "/report", Ran::Long);
-        assert!(!routes.blocks("GET", "/report"), "seen asleep again, or forgotten");
+        assert!(!routes.blocks("GET", "/report"), "to be seen asleep again");
         // A route that turns quick is forgotten in a few calls.
         routes.ran("GET", "/report", Ran::Asleep);
         for _ in 0..SLEPT_MEMORY.div_ceil(QUICK_FORGETS) {

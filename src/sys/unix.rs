@@ -16,23 +16,34 @@ use super::{ListenerSetup, ThreadRef};
 /// unit is the second. A reading costs 4–5 ns here against 33–34 ns for
 /// `SystemTime::now` (`tsc` under KVM), some 5% of a pipelined request's
 /// CPU time. Before 1970, or past what `SystemTime` holds: the fine clock.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+pub(crate) fn coarse_now() -> std::time::SystemTime {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    read_clock(libc::CLOCK_REALTIME_COARSE)
+        .and_then(|since| UNIX_EPOCH.checked_add(since))
+        .unwrap_or_else(SystemTime::now)
+}
+
+/// One reading of clock `id`, as the time since its origin; `None` on an
+/// error.
 ///
-/// std has no coarse clock, and rustix's reads the vDSO with a parser of
-/// its own that valgrind cannot run (rustix issue 1559: the process dies at
-/// its first reading), hence `unsafe` and glibc's or musl's call.
+/// std reads neither the coarse clock nor a thread's CPU clock, and
+/// rustix's reads the vDSO with a parser of its own that valgrind cannot
+/// run (rustix issue 1559: the process dies at its first reading), hence
+/// `unsafe` and glibc's or musl's call.
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
-pub(crate) fn coarse_now() -> std::time::SystemTime {
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+#[inline]
+fn read_clock(id: libc::clockid_t) -> Option<std::time::Duration> {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime(2) writes one `timespec` behind the pointer,
     // which points at `now`, alive on this frame for the whole call; it
     // reads no memory of ours.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &raw mut now) };
+    let rc = unsafe { libc::clock_gettime(id, &raw mut now) };
     let (0, Ok(secs), Ok(nanos)) = (rc, u64::try_from(now.tv_sec), u32::try_from(now.tv_nsec)) else {
-        return SystemTime::now();
+        return None;
     };
-    UNIX_EPOCH.checked_add(Duration::new(secs, nanos)).unwrap_or_else(SystemTime::now)
+    (nanos < 1_000_000_000).then(|| std::time::Duration::new(secs, nanos))
 }
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
@@ -370,27 +381,36 @@ pub(crate) fn current_thread() -> Option<ThreadRef> {
     None
 }
 
-/// How many times the calling thread has gone to sleep (voluntary context
-/// switches: a blocking call, a lock, a sleep) since it started; `None`
-/// where this is not read. A worker that let its seat go before a handler
-/// expected to block tells from it whether the call blocked, where nobody
-/// else looks.
+/// The calling thread's sleeps so far (voluntary context switches: a
+/// blocking call, a lock, a sleep) and the CPU time it has used, from
+/// getrusage(2); `None` where this is not read. A worker that let its seat
+/// go before a handler expected to block tells from them whether the call
+/// blocked, where nobody else looks: it slept, and ran for less than half
+/// the call. (A handler that computes, and waits a moment for a lock, ran
+/// for most of its call.)
 ///
 /// Neither std nor rustix reads a thread's usage, hence `unsafe`.
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
-pub(crate) fn sleeps_so_far() -> Option<u64> {
+pub(crate) fn sleeps_and_cpu() -> Option<(u64, std::time::Duration)> {
     // SAFETY: `rusage` holds only integers and `timeval`s, for which all
     // zeroes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage(2) writes one `rusage` through the pointer, which
     // points to `usage`, alive on this frame for the whole call.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &raw mut usage) };
-    (rc == 0).then(|| u64::try_from(usage.ru_nvcsw).unwrap_or(0))
+    if rc != 0 {
+        return None;
+    }
+    let time = |t: libc::timeval| {
+        std::time::Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + std::time::Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    Some((u64::try_from(usage.ru_nvcsw).unwrap_or(0), time(usage.ru_utime) + time(usage.ru_stime)))
 }
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
-pub(crate) fn sleeps_so_far() -> Option<u64> {
+pub(crate) fn sleeps_and_cpu() -> Option<(u64, std::time::Duration)> {
     None
 }
 
@@ -545,7 +565,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, mpsc};
 
-    use super::{coarse_now, current_thread, sleeps_so_far, wants_cpu};
+    use super::{coarse_now, current_thread, sleeps_and_cpu, wants_cpu};
 
     /// The coarse clock is the fine one as of the kernel's last tick: never
     /// ahead of it, and behind by a tick at most (1–10 ms; a second allowed
@@ -565,16 +585,6 @@ mod tests {
     /// A thread that spins is running or waiting for a CPU, always; one
     /// blocked on a channel is asleep once it has got there; each thread has
     /// its own id.
-    /// A thread's sleeps count up when it waits (here the wait is the
-    /// point: a nanosleep is one).
-    #[test]
-    fn a_thread_that_waits_counts_a_sleep() {
-        let before = sleeps_so_far().expect("the thread's usage");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        let after = sleeps_so_far().unwrap();
-        assert!(after > before, "{before} then {after}");
-    }
-
     #[test]
     fn a_thread_that_spins_wants_a_cpu_and_one_that_waits_does_not() {
         let me = current_thread().expect("this thread's id");
@@ -618,5 +628,21 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "a thread that ended still has a state");
             std::thread::yield_now();
         }
+    }
+
+    /// A thread's sleeps count up when it waits (here the wait is the
+    /// point), and its CPU time when it computes.
+    #[test]
+    fn a_thread_counts_its_sleeps_and_its_cpu_time() {
+        let (sleeps, cpu) = sleeps_and_cpu().expect("the thread's usage");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let (after, _) = sleeps_and_cpu().unwrap();
+        assert!(after > sleeps, "{sleeps} then {after}");
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(20);
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        let (_, used) = sleeps_and_cpu().unwrap();
+        assert!(used > cpu, "{cpu:?} then {used:?}");
     }
 }

@@ -190,7 +190,7 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 pub(crate) fn run_current_thread_on(_: &[usize]) {}
 
 /// Linux only.
-pub(crate) fn sleeps_so_far() -> Option<u64> {
+pub(crate) fn sleeps_and_cpu() -> Option<(u64, std::time::Duration)> {
     None
 }
 
