@@ -18,6 +18,8 @@ mod read_buf;
 mod respond;
 mod state;
 
+pub(crate) use state::SLEPT_MEMORY;
+
 use std::borrow::Cow;
 use std::io;
 use std::sync::OnceLock;

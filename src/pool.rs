@@ -238,9 +238,9 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
     // that sits at), and let go before a handler expected to block (see
     // `Place`). A thread let go is not pinned again to serve a connection
     // another thread's poll found: back from a blocking handler, it takes
-    // what is ready wherever it runs, without a move per call. Pinned before the seat is
-    // let go to it: a move to another CPU may wait for that CPU, and
-    // meanwhile the seat stays claimed, not free and unpolled.
+    // what is ready wherever it runs, without a move per call. Pinned
+    // before the seat is let go to it: a move to another CPU may wait for
+    // that CPU, and meanwhile the seat stays claimed, not free and unpolled.
     let mut pinned_at = None;
     pool.pin(seat, &mut pinned_at);
     shared.arrive(seat);

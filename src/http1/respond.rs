@@ -213,8 +213,8 @@ pub(super) fn call<H: Handler + ?Sized>(
     expect_block: Slow,
 ) -> (Response, Ran) {
     // A call handed over before it runs is not watched by the monitor (its
-    // seat is another thread's): whether it slept is read from the thread.
-    let asleep_before = if expect_block != Slow::No {
+    // seat is another thread's): how it went is read from its thread.
+    let usage_before = if expect_block != Slow::No {
         seat.handler_may_block(expect_block == Slow::Slept);
         seat.sleeps_and_cpu().map(|usage| (usage, Instant::now()))
     } else {
@@ -222,11 +222,11 @@ pub(super) fn call<H: Handler + ?Sized>(
     };
     let before = seat.ticks();
     let result = catch_unwind(AssertUnwindSafe(|| handler.handle(req)));
-    // Read at once: logging a panic may wait too.
     // `Some(true)`: it slept, and ran for less than half of it (it
     // blocked); `Some(false)`: it did not (it computed, maybe waiting a
-    // moment for a lock); `None`: not read.
-    let slept = match (asleep_before, asleep_before.and_then(|_| seat.sleeps_and_cpu())) {
+    // moment for a lock); `None`: not read. Read at once: logging a panic
+    // may wait too.
+    let slept = match (usage_before, usage_before.and_then(|_| seat.sleeps_and_cpu())) {
         (Some(((sleeps, cpu), at)), Some((sleeps_after, cpu_after))) => {
             Some(sleeps_after > sleeps && cpu_after.saturating_sub(cpu) * 2 < at.elapsed())
         }

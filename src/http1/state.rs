@@ -22,7 +22,7 @@ const SLOW_MEMORY: u8 = 4;
 /// one must be seen asleep again. Longer than [`SLOW_MEMORY`]: each time it
 /// runs out, a call that blocks may leave its seat unwatched for a monitor
 /// tick, when no thread is idle.
-const SLEPT_MEMORY: u8 = 16;
+pub(crate) const SLEPT_MEMORY: u8 = 16;
 
 /// Whether a connection's next handler call is expected to block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,25 +11,23 @@
 //! that blocked is handed over before it runs, like a connection's next
 //! one. A call found asleep by mistake (a computing handler caught in a
 //! page fault) marks its route for a few calls only: handed over, they are
-//! found computing, which wears the mark off as quick calls do. The hash is keyed per server, over at most the path's
-//! first [`PREFIX`] bytes and its length, so a client can neither aim a
-//! mark at another route nor make the hashing long; a collision costs a
-//! route an early hand-over now and then, never a wrong answer. The table
-//! is read only once some call was seen asleep.
+//! found computing, which wears the mark off as quick calls do. The hash
+//! is keyed per server, over at most the path's first [`PREFIX`] bytes and
+//! its length, so a client can neither aim a mark at another route nor
+//! make the hashing long; a collision costs a route an early hand-over now
+//! and then, never a wrong answer. The table is read only once some call
+//! was seen asleep.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::http1::Ran;
+// Calls to a route after one was seen asleep that are handed over before
+// they run, as for a connection: then one must be seen asleep again.
+use crate::http1::SLEPT_MEMORY;
 
 /// Slots of the table (a power of two).
 const SLOTS: usize = 256;
-
-/// Calls to a route after one was seen asleep that are handed over without
-/// being looked at (a call handed over is not watched by the monitor), as
-/// for a connection (`SLEPT_MEMORY` in `http1::state`): then one must be
-/// seen asleep again.
-const SLEPT_MEMORY: u8 = 16;
 
 /// What a quick call takes off its route's memory: a route that stopped
 /// blocking is forgotten after a few calls.

@@ -16,34 +16,23 @@ use super::{ListenerSetup, ThreadRef};
 /// unit is the second. A reading costs 4–5 ns here against 33–34 ns for
 /// `SystemTime::now` (`tsc` under KVM), some 5% of a pipelined request's
 /// CPU time. Before 1970, or past what `SystemTime` holds: the fine clock.
-#[cfg(all(target_os = "linux", not(httpool_portable)))]
-pub(crate) fn coarse_now() -> std::time::SystemTime {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    read_clock(libc::CLOCK_REALTIME_COARSE)
-        .and_then(|since| UNIX_EPOCH.checked_add(since))
-        .unwrap_or_else(SystemTime::now)
-}
-
-/// One reading of clock `id`, as the time since its origin; `None` on an
-/// error.
 ///
-/// std reads neither the coarse clock nor a thread's CPU clock, and
-/// rustix's reads the vDSO with a parser of its own that valgrind cannot
-/// run (rustix issue 1559: the process dies at its first reading), hence
-/// `unsafe` and glibc's or musl's call.
+/// std has no coarse clock, and rustix's reads the vDSO with a parser of
+/// its own that valgrind cannot run (rustix issue 1559: the process dies at
+/// its first reading), hence `unsafe` and glibc's or musl's call.
 #[cfg(all(target_os = "linux", not(httpool_portable)))]
 #[allow(unsafe_code)]
-#[inline]
-fn read_clock(id: libc::clockid_t) -> Option<std::time::Duration> {
+pub(crate) fn coarse_now() -> std::time::SystemTime {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime(2) writes one `timespec` behind the pointer,
     // which points at `now`, alive on this frame for the whole call; it
     // reads no memory of ours.
-    let rc = unsafe { libc::clock_gettime(id, &raw mut now) };
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &raw mut now) };
     let (0, Ok(secs), Ok(nanos)) = (rc, u64::try_from(now.tv_sec), u32::try_from(now.tv_nsec)) else {
-        return None;
+        return SystemTime::now();
     };
-    (nanos < 1_000_000_000).then(|| std::time::Duration::new(secs, nanos))
+    UNIX_EPOCH.checked_add(Duration::new(secs, nanos)).unwrap_or_else(SystemTime::now)
 }
 
 #[cfg(not(all(target_os = "linux", not(httpool_portable))))]
