@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The notes service (examples/notes: SQLite through an r2d2 pool of 16,
-# handlers that query it directly) against the same read routes on axum with
-# spawn_blocking (benches/peers/axum_notes), side by side on one database of
-# NOTES rows:
+# The notes service (examples/notes: SQLite through an r2d2 pool of 16, as many
+# worker threads at most, handlers that query it directly) against the same
+# read routes on axum with spawn_blocking (benches/peers/axum_notes), side by
+# side on one database of NOTES rows:
 #
 #   one    GET /api/notes/{id}     one row by primary key (ids spread by a wrk script)
 #   search GET /api/notes?q=WORD   a LIKE '%WORD%' scan, newest 100 matches
@@ -28,6 +28,10 @@ RATE_DURATION=${RATE_DURATION:-10}
 NOTES=${NOTES:-20000}
 PORT_A=${PORT_A:-19301}
 PORT_B=${PORT_B:-19302}
+PORT_C=${PORT_C:-19303}
+# UNBOUNDED=1 adds, at saturation, the service with the default max_workers
+# (512) instead of its database pool's size ("unbounded").
+UNBOUNDED=${UNBOUNDED:-0}
 VEGETA=${VEGETA:-$(command -v vegeta || echo "$HOME/go/bin/vegeta")}
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
@@ -67,6 +71,7 @@ start() { # start NAME PORT
     cp "$tmp/seed.db" "$tmp/$1.db"
     case $1 in
         httpool) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" 2>/dev/null & ;;
+        unbounded) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" unbounded 2>/dev/null & ;;
         axum) "$axum_bin" "127.0.0.1:$2" "$tmp/$1.db" 2>/dev/null & ;;
     esac
     pid=$!
@@ -129,8 +134,10 @@ results="$tmp/results"
 for round in $(seq "$ROUNDS"); do
     for workload in one search; do
         declare -A peak=()
-        for server in httpool axum; do
-            port=$([[ $server == httpool ]] && echo "$PORT_A" || echo "$PORT_B")
+        saturating=(httpool axum)
+        ((UNBOUNDED)) && saturating+=(unbounded)
+        for server in "${saturating[@]}"; do
+            case $server in httpool) port=$PORT_A ;; axum) port=$PORT_B ;; *) port=$PORT_C ;; esac
             start "$server" "$port"
             wrk -t2 -c64 -d1s "http://127.0.0.1:$port/api/notes/1" >/dev/null 2>&1 # warm-up
             read -r rps p50 p99 err < <(wrk_run "$port" "$workload")

@@ -1,9 +1,10 @@
-//! The notes service (see the library's doc): `httpool-notes [ADDR] [DB]`.
+//! The notes service (see the library's doc):
+//! `httpool-notes [ADDR] [DB] [unpinned | unbounded]`.
 
 use std::path::Path;
 
 use httpool::Server;
-use httpool_notes::{Notes, app};
+use httpool_notes::{Notes, POOL_SIZE, app};
 
 /// Writes `log` records (the access lines among them) to stderr.
 struct Stderr;
@@ -31,11 +32,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     log::set_max_level(log::LevelFilter::Info);
     let statics = Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
     let notes = Notes::open(&db, statics)?;
-    let mut server = Server::bind(&addr)?;
-    // `unpinned`: workers not pinned to CPUs (`Server::pin_workers`), to
-    // compare the two.
-    if args.next().as_deref() == Some("unpinned") {
-        server = server.pin_workers(false);
+    // As many threads as database connections: every handler but the
+    // static files' needs one, so a thread beyond them would only wait for
+    // a connection, and threads waiting in r2d2's queue slow each other
+    // (BENCHMARKS.md, "Handlers that wait for a shared pool").
+    let mut server = Server::bind(&addr)?.max_workers(POOL_SIZE as usize);
+    // To compare: `unpinned`, workers not pinned to CPUs
+    // (`Server::pin_workers`); `unbounded`, the default `max_workers`.
+    match args.next().as_deref() {
+        Some("unpinned") => server = server.pin_workers(false),
+        Some("unbounded") => server = server.max_workers(httpool::DEFAULT_MAX_WORKERS),
+        _ => {}
     }
     eprintln!("notes on http://{}/ (database {db})", server.local_addr()?);
     server.serve_handler(app(notes))?;
