@@ -23,7 +23,7 @@ pub(crate) use state::SLEPT_MEMORY;
 use std::borrow::Cow;
 use std::io;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
@@ -73,7 +73,12 @@ pub(crate) struct Scratch {
     pub(crate) date: DateCache,
     /// Read buffers returned by parked connections.
     pub(crate) buffers: Vec<Vec<u8>>,
+    /// Which of the request count's stripes this worker adds to.
+    pub(crate) stripe: usize,
 }
+
+/// The stripe the next worker's scratch counts requests on.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
 
 impl Scratch {
     pub(crate) fn new(config: &Config) -> Scratch {
@@ -82,6 +87,7 @@ impl Scratch {
             spans: Vec::with_capacity(config.limits.max_headers),
             date: DateCache::new(),
             buffers: Vec::new(),
+            stripe: NEXT_STRIPE.fetch_add(1, Ordering::Relaxed),
         }
     }
 }
@@ -678,7 +684,7 @@ fn refuse<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
 /// Answers `status` on the server's behalf, then closes lingering.
 fn answer_error<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, status: u16) -> Next {
     conn.requests += 1;
-    cx.counters.requests(1);
+    cx.counters.requests(cx.scratch.stripe, 1);
     let date = *cx.scratch.date.now();
     // The answer to a HEAD request has no body, even when the request is
     // refused before its head is whole.

