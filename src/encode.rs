@@ -34,6 +34,7 @@ pub(crate) fn encode_overloaded(retry_after: Duration, date: &[u8; DATE_LEN], ou
 
 /// Chooses the framing of `resp` for a request of `version` (RFC 9112 §6.3).
 /// `Err` when the handler's headers contradict the body.
+#[inline]
 pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<ResponseFraming, &'static str> {
     if let Some(why) = resp.invalid {
         return Err(why);
@@ -47,9 +48,7 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
         return Err("a 1xx status other than 101 is not a final response");
     }
     let known = match &resp.body {
-        Payload::Static(_) | Payload::Inline { .. } | Payload::Owned(_) => {
-            resp.body.in_memory().map(|b| b.len() as u64)
-        }
+        Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) => resp.body.in_memory().map(|b| b.len() as u64),
         Payload::Reader { len, .. } => *len,
         Payload::Writer(_) => None,
         Payload::File { len, .. } => Some(*len),
@@ -91,7 +90,7 @@ pub(crate) fn encode_in_memory(
     encode_head(resp, framing, keep_alive, Version::Http11, date, out);
     if let ResponseFraming::Length(_) = framing {
         match &resp.body {
-            Payload::Static(_) | Payload::Inline { .. } | Payload::Owned(_) => {
+            Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) => {
                 out.extend_from_slice(resp.body.in_memory().unwrap_or_default());
             }
             _ => {}

@@ -26,11 +26,8 @@ const INLINE_BYTES: usize = 30;
 
 pub(crate) enum Payload {
     Static(&'static [u8]),
-    /// A short body, copied in: `len` bytes of `bytes`.
-    Inline {
-        bytes: [u8; INLINE_BYTES],
-        len: u8,
-    },
+    /// A short body, copied in.
+    Inline(Short),
     Owned(Vec<u8>),
     Reader {
         reader: Box<dyn Read + Send>,
@@ -44,6 +41,23 @@ pub(crate) enum Payload {
     },
 }
 
+/// A short body: `len` bytes of `bytes`. Aligned, with its length inside:
+/// as two fields of the enum, at byte offsets, the compiler copied them in
+/// overlapping pieces, each read waiting for the stores before it (2% of
+/// the server's CPU on pipelined requests).
+#[derive(Clone, Copy)]
+#[repr(align(8))]
+pub(crate) struct Short {
+    bytes: [u8; INLINE_BYTES],
+    len: u8,
+}
+
+impl Short {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
 /// A closure that writes a streamed body.
 pub(crate) type StreamFn = Box<dyn FnOnce(&mut BodyWriter<'_>) -> std::io::Result<()> + Send>;
 
@@ -52,7 +66,7 @@ impl Payload {
     pub(crate) fn in_memory(&self) -> Option<&[u8]> {
         match self {
             Payload::Static(b) => Some(b),
-            Payload::Inline { bytes, len } => Some(&bytes[..usize::from(*len)]),
+            Payload::Inline(short) => Some(short.as_slice()),
             Payload::Owned(b) => Some(b),
             Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
         }
@@ -66,7 +80,7 @@ impl Payload {
         let mut bytes = [0; INLINE_BYTES];
         bytes[..b.len()].copy_from_slice(b);
         // At most INLINE_BYTES, which fits a u8.
-        Payload::Inline { bytes, len: b.len() as u8 }
+        Payload::Inline(Short { bytes, len: b.len() as u8 })
     }
 }
 
@@ -189,8 +203,9 @@ impl Response {
         }
     }
 
-    /// `200 OK` with a `text/plain; charset=utf-8` body: a `&'static str`
-    /// (not copied) or a `String`; see [`Content`].
+    /// `200 OK` with a `text/plain; charset=utf-8` body: a `&str` (copied:
+    /// a short one into the response itself) or a `String` (moved in); see
+    /// [`Content`].
     ///
     /// ```
     /// use httpool::{Request, Response};
@@ -205,13 +220,30 @@ impl Response {
     /// # let _ = handler;
     /// ```
     pub fn text(body: impl Into<Content>) -> Response {
-        Response::status(200).with_own_type("text/plain; charset=utf-8").with_body(body)
+        Response::ok("text/plain; charset=utf-8", body.into().0)
     }
 
     /// `200 OK` with an `application/octet-stream` body: a `&'static [u8]`
     /// (not copied), a `Vec<u8>`, or text; see [`Content`].
     pub fn bytes(body: impl Into<Content>) -> Response {
-        Response::status(200).with_own_type("application/octet-stream").with_body(body)
+        Response::ok("application/octet-stream", body.into().0)
+    }
+
+    /// `200 OK` with the crate's own `Content-Type` and `body`, made whole
+    /// (not a status then a body set: that wrote the body twice and moved
+    /// it between, on every short answer).
+    fn ok(content_type: &'static str, body: Payload) -> Response {
+        Response {
+            status: 200,
+            content_type: Some(Cow::Borrowed(content_type)),
+            headers: Vec::new(),
+            body,
+            declared_length: None,
+            close: false,
+            has_date: false,
+            invalid: None,
+            upgrade: None,
+        }
     }
 
     /// `200 OK` streaming `reader`. With `len` the body is sent with

@@ -52,7 +52,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let mut answer = None;
     let Exchange { is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head, &mut answer);
     conn.requests += 1;
-    cx.counters.requests(1);
+    cx.counters.requests(cx.scratch.stripe, 1);
     let resp = match body_error {
         Some(None) => return Then::Abort,
         Some(Some(code)) => answer.insert(error_response(code)),
@@ -256,7 +256,7 @@ pub(super) fn call<H: Handler + ?Sized>(
     // What the monitor found of this worker, if it looked: not at a call
     // its seat was let go for, nor at one by a worker whose seat another
     // had taken over. Else the clock decides.
-    let ran = match seat.seen_since(before) {
+    match seat.seen_since(before) {
         Some(true) => Ran::Asleep,
         Some(false) => Ran::Quick,
         // A call handed over: what its thread tells, as if seen.
@@ -265,8 +265,7 @@ pub(super) fn call<H: Handler + ?Sized>(
             Some(false) => Ran::Quick,
             None => Ran::Long,
         },
-    };
-    ran
+    }
 }
 
 /// RFC 9112 §9.3: persistence is the default for 1.1 and opt-in for 1.0;
@@ -341,8 +340,8 @@ fn write_body<T: Transport, H: ?Sized>(
     let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
     let (body, file) = match body {
         Payload::Static(b) => (Cow::Borrowed(b), None),
-        Payload::Inline { bytes, len } => {
-            out.extend_from_slice(&bytes[..usize::from(len)]);
+        Payload::Inline(short) => {
+            out.extend_from_slice(short.as_slice());
             return Ok(());
         }
         Payload::Owned(b) => (Cow::Owned(b), None),
