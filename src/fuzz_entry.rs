@@ -22,6 +22,8 @@ pub fn parse(data: &[u8]) {
     // Built once: `Config::default` asks the OS for the core count.
     static LIMITS: std::sync::OnceLock<crate::parse::Limits> = std::sync::OnceLock::new();
     let limits = LIMITS.get_or_init(|| Config::default().limits);
+    // The fast path takes only what the full parser accepts, alike.
+    crate::parse::fast_path_agrees(data, limits);
     let mut spans = Vec::new();
     if let Ok(Some(head)) = parse_head(data, limits, &mut spans) {
         assert!(head.len <= data.len());

@@ -129,9 +129,36 @@ impl ParseError {
 /// would have been refused for, if any ([`earlier_problem`],
 /// [`refused_by_httparse`]). So whether the head came whole, in pieces or a
 /// byte at a time, the status is the same.
+///
+/// The common head is read in one pass ([`fast::head`]); any other goes
+/// through httparse and the checks after it ([`full_head`]), which decide
+/// the same of a common one.
 pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
     #[cfg(test)]
     work::PARSED.with(|n| n.set(n.get() + buf.len()));
+    match fast::head(buf, limits, spans) {
+        Some(head) => Ok(Some(head)),
+        None => full_head(buf, limits, spans),
+    }
+}
+
+/// Whether the fast path took `buf`; when it did, asserts that the full
+/// parser accepts it too, with the same head and spans (the tests and the
+/// fuzz target hold the two to that).
+pub(crate) fn fast_path_agrees(buf: &[u8], limits: &Limits) -> bool {
+    let mut fast_spans = Vec::new();
+    let Some(head) = fast::head(buf, limits, &mut fast_spans) else {
+        return false;
+    };
+    let mut spans = Vec::new();
+    let shown = String::from_utf8_lossy(buf);
+    assert_eq!(full_head(buf, limits, &mut spans), Ok(Some(head)), "the fast path took {shown:?} ({limits:?})");
+    assert_eq!(fast_spans, spans, "the fast path's spans of {shown:?}");
+    true
+}
+
+/// [`parse_head`] by httparse and the checks after it, for every head.
+fn full_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
     let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];
     let mut req = httparse::Request::new(&mut []);
@@ -282,7 +309,7 @@ fn finish_head(
     spans.clear();
     let mut framing = FramingHeaders::default();
     for h in headers {
-        framing.add(h.name, h.value, version)?;
+        framing.add(h.name.as_bytes(), h.value, version)?;
         spans.push(HeaderSpan { name: span(buf, h.name.as_bytes()), value: span(buf, h.value) });
     }
     let body = framing.body_kind(limits)?;
@@ -535,9 +562,7 @@ fn check_complete_fields(fields: &[u8], request_line: &[u8]) -> Result<(), Parse
         let Some(line) = line.strip_suffix(b"\r") else { return Err(BARE_LF) };
         let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
         let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
-        if let Ok(name) = std::str::from_utf8(name) {
-            framing.add(name, value, version)?;
-        }
+        framing.add(name, value, version)?;
     }
     Ok(())
 }
@@ -628,6 +653,7 @@ pub(crate) fn is_known_method(method: &[u8]) -> bool {
     )
 }
 
+mod fast;
 mod framing;
 #[cfg(test)]
 mod tests;

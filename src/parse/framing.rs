@@ -30,22 +30,22 @@ struct Codings {
 }
 
 impl FramingHeaders {
-    pub(super) fn add(&mut self, name: &str, value: &[u8], version: Version) -> Result<(), ParseError> {
-        if name.eq_ignore_ascii_case("content-length") {
+    pub(super) fn add(&mut self, name: &[u8], value: &[u8], version: Version) -> Result<(), ParseError> {
+        if name.eq_ignore_ascii_case(b"content-length") {
             self.add_content_length(value)
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             if version == Version::Http10 {
                 // RFC 9112 §6.1: TE in a 1.0 message means the framing is faulty.
                 return Err(ParseError::Malformed("Transfer-Encoding in HTTP/1.0"));
             }
             self.add_transfer_encoding(value)
-        } else if name.eq_ignore_ascii_case("host") {
+        } else if name.eq_ignore_ascii_case(b"host") {
             self.hosts += 1;
             check_host(value)
-        } else if name.eq_ignore_ascii_case("connection") {
+        } else if name.eq_ignore_ascii_case(b"connection") {
             self.add_connection(value);
             Ok(())
-        } else if name.eq_ignore_ascii_case("expect") {
+        } else if name.eq_ignore_ascii_case(b"expect") {
             self.add_expect(value)
         } else {
             Ok(())

@@ -414,3 +414,119 @@ fn a_bare_lf_is_found_wherever_it_is() {
     assert!(!has_bare_lf(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
     assert!(has_bare_lf(b"GET / HTTP/1.1\r\nHost: a\r\nX: y\n\r\n"));
 }
+
+/// Heads the fast path is for, and others around them.
+const COMMON: &[&[u8]] = &[
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET /testolope HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+    b"HEAD /x?y=1&z=%20 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n",
+    b"POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+    b"PUT /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"GET / HTTP/1.0\r\n\r\n",
+    b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET / HTTP/1.0\r\n\r\n",
+    b"GET /chat HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n",
+    b"GET / HTTP/1.1\r\nhost:a\r\nX-Empty:\r\nX-Blank: \t \r\nX-Pad: \t v a l \t\r\nConnection: close\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) \"quoted\" ~!#$%&'*+-.^_`|\r\n\r\n",
+];
+
+/// Heads the fast path leaves to the full parser, whatever it makes of them.
+const UNCOMMON: &[&[u8]] = &[
+    b"DELETE / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"get / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET / HTTP/1.1\nHost: a\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\n X: folded\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n",
+    b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    b"GET / HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5000\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nExpect: tea\r\n\r\n",
+    b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+    b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x7fb\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r",
+    b"SOURCE /mount ICE/1.0\r\n\r\n",
+];
+
+/// A few bytes of xorshift, to mutate heads the same way at every run.
+struct Mutator(u64);
+
+impl Mutator {
+    fn next(&mut self, below: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % below as u64) as usize
+    }
+
+    fn mutate(&mut self, head: &[u8]) -> Vec<u8> {
+        const BYTES: &[u8] = b" \t\r\n:aA0/?@,;\"\x7f\x80\xff\x00-Hh";
+        let mut out = head.to_vec();
+        for _ in 0..1 + self.next(3) {
+            let at = self.next(out.len() + 1);
+            let byte = BYTES[self.next(BYTES.len())];
+            match self.next(4) {
+                0 if at < out.len() => out[at] = byte,
+                1 => out.insert(at, byte),
+                2 if at < out.len() => drop(out.remove(at)),
+                _ => out.truncate(at),
+            }
+        }
+        out
+    }
+}
+
+#[test]
+fn the_fast_path_takes_the_common_heads_and_leaves_the_rest() {
+    for head in COMMON {
+        assert!(fast_path_agrees(head, &limits()), "{:?}", String::from_utf8_lossy(head));
+    }
+    for head in UNCOMMON {
+        assert!(!fast_path_agrees(head, &limits()), "{:?}", String::from_utf8_lossy(head));
+    }
+    // A limit reached is the full parser's to answer.
+    let tight = [
+        Limits { max_headers: 1, ..limits() },
+        Limits { max_uri_bytes: 4, ..limits() },
+        Limits { max_head_bytes: 30, ..limits() },
+        Limits { max_body_bytes: 4, ..limits() },
+    ];
+    let post = b"POST /abcde HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n";
+    for limits in &tight {
+        assert!(!fast_path_agrees(post, limits), "{limits:?}");
+    }
+}
+
+#[test]
+fn the_fast_path_decides_as_the_full_parser_on_mutated_heads() {
+    let all_limits = [
+        limits(),
+        Limits { max_headers: 2, ..limits() },
+        Limits { max_uri_bytes: 3, ..limits() },
+        Limits { max_head_bytes: 40, ..limits() },
+        Limits { max_body_bytes: 2, any_method: true, legacy_protocols: false, ..limits() },
+    ];
+    let mut mutator = Mutator(0x9e37_79b9_7f4a_7c15);
+    let (mut taken, mut left) = (0, 0);
+    for head in COMMON.iter().chain(UNCOMMON) {
+        for _ in 0..3000 {
+            let mutant = mutator.mutate(head);
+            for limits in &all_limits {
+                if fast_path_agrees(&mutant, limits) {
+                    taken += 1;
+                } else {
+                    left += 1;
+                }
+            }
+        }
+    }
+    // Both ways taken often, or the comparison proves little.
+    assert!(taken > 10_000 && left > 10_000, "taken {taken}, left {left}");
+}
