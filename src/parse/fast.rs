@@ -22,6 +22,7 @@ use crate::proto::Version;
 /// The head at the start of `buf`, when it is complete and of the common
 /// kind; `None` leaves it to the full parser. `spans` is cleared and
 /// filled as the full parser fills it (left in any state on `None`).
+#[inline(always)]
 pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Option<Head> {
     let method_len = match buf.get(..4)? {
         b"GET " | b"PUT " => 3,
