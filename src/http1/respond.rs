@@ -59,7 +59,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         // `call` always leaves an answer (a panic's is a `500`).
         None => answer.get_or_insert_with(|| error_response(500)),
     };
-    let framing = checked(resp, &head, is_head, is_connect, cx.peer);
+    let framing = checked(resp, &head, is_head, is_connect, &cx.peer);
     let keep_alive = keep_alive(&head, resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
     encode_head(resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
@@ -161,7 +161,7 @@ pub(super) fn checked(
     head: &Head,
     is_head: bool,
     is_connect: bool,
-    peer: Peer,
+    peer: &Peer,
 ) -> ResponseFraming {
     let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
     let planned = match plan(resp, head.version, is_head) {

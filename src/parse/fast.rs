@@ -32,9 +32,13 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     let target_start = method_len + 1;
     let target_len = buf[target_start..].iter().position(|b| !b.is_ascii_graphic())?;
     let mut at = target_start + target_len;
-    let version = match buf.get(at..at + 11)? {
-        b" HTTP/1.1\r\n" => Version::Http11,
-        b" HTTP/1.0\r\n" => Version::Http10,
+    let line_end: &[u8; 11] = buf.get(at..at + 11)?.try_into().ok()?;
+    if line_end[..8] != *b" HTTP/1." || line_end[9..] != *b"\r\n" {
+        return None;
+    }
+    let version = match line_end[8] {
+        b'1' => Version::Http11,
+        b'0' => Version::Http10,
         _ => return None,
     };
     // The request line without its LF; no empty lines before it.
