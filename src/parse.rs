@@ -118,7 +118,8 @@ impl ParseError {
 ///
 /// Returns `Ok(None)` while the head is incomplete and still within limits,
 /// `Ok(Some(head))` once it is complete and valid; header positions are
-/// pushed to `spans` (cleared first).
+/// pushed to `spans` (cleared first; what it holds after any other
+/// outcome means nothing).
 ///
 /// The verdict on a head does not depend on how its bytes arrived: a head
 /// is judged line by line in the order the lines come, each line once it

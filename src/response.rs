@@ -223,8 +223,10 @@ impl Response {
         Response::ok("text/plain; charset=utf-8", body.into().0)
     }
 
-    /// `200 OK` with an `application/octet-stream` body: a `&'static [u8]`
-    /// (not copied), a `Vec<u8>`, or text; see [`Content`].
+    /// `200 OK` with an `application/octet-stream` body: a `&[u8]` (copied:
+    /// a short one into the response itself), a `Vec<u8>` (moved in), a
+    /// [`Content::from_static`] slice (sent from where it is), or text; see
+    /// [`Content`].
     pub fn bytes(body: impl Into<Content>) -> Response {
         Response::ok("application/octet-stream", body.into().0)
     }
