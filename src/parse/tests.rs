@@ -530,3 +530,24 @@ fn the_fast_path_decides_as_the_full_parser_on_mutated_heads() {
     // Both ways taken often, or the comparison proves little.
     assert!(taken > 10_000 && left > 10_000, "taken {taken}, left {left}");
 }
+
+#[test]
+fn the_fast_path_decides_as_the_full_parser_with_every_byte_anywhere() {
+    // Every byte value in place of every byte of the common heads, and
+    // every cut: what a mutation may miss.
+    let all_limits = [limits(), Limits { max_headers: 1, max_uri_bytes: 5, ..limits() }];
+    let mut taken = 0;
+    for head in COMMON {
+        for at in 0..head.len() {
+            for limits in &all_limits {
+                taken += usize::from(fast_path_agrees(&head[..at], limits));
+                let mut mutant = head.to_vec();
+                for byte in 0..=255 {
+                    mutant[at] = byte;
+                    taken += usize::from(fast_path_agrees(&mutant, limits));
+                }
+            }
+        }
+    }
+    assert!(taken > 10_000, "taken {taken}");
+}
