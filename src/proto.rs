@@ -81,10 +81,25 @@ pub(crate) fn any_byte(bytes: &[u8], wanted: impl Fn(u8) -> bool) -> bool {
     bytes.iter().fold(false, |found, &b| found | wanted(b))
 }
 
-/// RFC 9110 §5.6.2 `tchar`.
+/// RFC 9110 §5.6.2 `tchar`: a table lookup, as it runs over every field
+/// name the head parser reads.
 pub(crate) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    TCHAR[usize::from(b)]
 }
+
+const TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric()
+            || matches!(
+                b as u8,
+                b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~'
+            );
+        b += 1;
+    }
+    table
+};
 
 pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
