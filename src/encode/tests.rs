@@ -152,3 +152,29 @@ fn borrowed_text_is_copied_short_text_in_place() {
     let embedded = Response::bytes(crate::Content::from_static(&[7; 100]));
     assert!(matches!(embedded.body, Payload::Static(b) if b.len() == 100));
 }
+
+/// The length line is put together on the stack with the head's closing
+/// blank line when no `Connection` line follows: every digit count, and
+/// both endings, come out exactly.
+#[test]
+fn content_length_of_every_width_ends_the_head_exactly() {
+    for n in [0u64, 9, 10, 99, 100, 12_345, 1 << 32, 10_000_000_000_000_000_000, u64::MAX] {
+        let resp = Response::status(200).with_header("Content-Length", n.to_string());
+        let prefix = "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+        assert_eq!(encode(&resp, Version::Http11, true, true), format!("{prefix}Content-Length: {n}\r\n\r\n"));
+        assert_eq!(
+            encode(&resp, Version::Http11, true, false),
+            format!("{prefix}Content-Length: {n}\r\nConnection: close\r\n\r\n")
+        );
+        assert_eq!(
+            encode(&resp, Version::Http10, true, true),
+            format!("{prefix}Content-Length: {n}\r\nConnection: keep-alive\r\n\r\n")
+        );
+    }
+    // A handler's own Date: the status line and the length on their own.
+    let resp = Response::text("hi").with_header("Date", "Mon, 07 Nov 1994 08:49:37 GMT");
+    let head = encode(&resp, Version::Http11, false, true);
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(head.ends_with("Content-Length: 2\r\n\r\n"), "{head}");
+    assert_eq!(head.matches("Date: ").count(), 1, "{head}");
+}
