@@ -10,6 +10,7 @@
 #   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
 #   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
 #   MODES=pipelined DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh   # 16 requests at once
+#   MODES=pipetail DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh    # 16 in flight, h2load: p99 of every answer
 #   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash ci/compare.sh
 #
 # Servers: httpool (examples/testolope, default settings: on Linux one
@@ -36,6 +37,7 @@ PEERS=benches/peers
 
 need_wrk
 need_taskset
+if [[ " $MODES " == *" pipetail "* ]]; then need_h2load; fi
 
 # Each server gets the next port in SERVERS order, built or not.
 built=() ports=() cmds=()

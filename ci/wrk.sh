@@ -14,7 +14,9 @@
 #
 # Environment: ROUNDS (3), DURATION (10, seconds), CONNECTIONS (64), PIN (0),
 # MODES ("keepalive nokeepalive"; "pipelined" sends DEPTH (16) requests at
-# once on each connection), WARMUP (1, seconds of unrecorded load
+# once on each connection; "pipetail" keeps DEPTH requests in flight on each
+# connection with h2load, which times every answer: wrk times one answer per
+# batch of a pipeline, and its p99 there reads 0), WARMUP (1, seconds of unrecorded load
 # after each server start), PORT (19001), CARGO_TARGET_DIR (target). Only
 # 127.0.0.1 is used.
 #
@@ -52,6 +54,23 @@ need_wrk() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 || {
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+    }
+}
+
+need_h2load() {
+    command -v h2load >/dev/null && return
+    if [[ $OS == Darwin ]]; then
+        command -v brew >/dev/null || {
+            echo "h2load is missing: install Homebrew (brew.sh), then: brew install nghttp2" >&2
+            exit 1
+        }
+        brew install nghttp2 >/dev/null
+        return
+    fi
+    echo "installing h2load (nghttp2-client)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null 2>&1 || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
     }
 }
 
@@ -214,6 +233,42 @@ measure() {
     tail -n1 "$RESULTS" >&2
 }
 
+# measure_h2load NAME MODE URL PID ROUND: one recorded h2load run over
+# HTTP/1.1 with DEPTH requests in flight per connection (pipelined: a new
+# one sent as each answer comes), every answer's time logged; appends the
+# same row as `measure`, its p99 over every answer.
+measure_h2load() {
+    local name=$1 mode=$2 url=$3 pid=$4 round=$5 u0 s0 u1 s1 log
+    log=$(mktemp /tmp/h2load-log.XXXXXX)
+    read -r u0 s0 < <(cpu_ticks "$pid")
+    if [[ $PIN == 1 ]]; then
+        taskset -c 1 h2load --h1 -m"$DEPTH" -c"$CONNECTIONS" -t1 -D"$DURATION" --log-file="$log" "$url" >/dev/null
+    else
+        h2load --h1 -m"$DEPTH" -c"$CONNECTIONS" -t2 -D"$DURATION" --log-file="$log" "$url" >/dev/null
+    fi
+    read -r u1 s1 < <(cpu_ticks "$pid")
+    python3 - "$log" "$name" "$mode" "$round" $((u1 - u0 + s1 - s0)) $((s1 - s0)) "$CLK_TCK" "$DURATION" \
+        >>"$RESULTS" <<'EOF'
+import sys
+log, name, mode, rnd, ticks, sys_ticks, hz, duration = sys.argv[1:]
+times, errors = [], 0
+for line in open(log):
+    fields = line.split()
+    if len(fields) >= 3 and fields[1] == "200":
+        times.append(int(fields[2]))
+    else:
+        errors += 1
+times.sort()
+reqs = len(times)
+p99 = times[min(reqs - 1, reqs * 99 // 100)] if reqs else 0
+cpu = int(ticks) * 1e6 / int(hz) / reqs if reqs else 0
+share = int(sys_ticks) / int(ticks) if int(ticks) else 0
+print(f"{name} {mode} {rnd} {reqs} {reqs / float(duration):.0f} {p99} {cpu:.2f} {errors} {share:.2f}")
+EOF
+    rm -f "$log"
+    tail -n1 "$RESULTS" >&2
+}
+
 # bench_server NAME PORT ROUND CMD...: starts the server, warms it up, runs
 # each of MODES (keep-alive, no-keep-alive), stops it.
 bench_server() {
@@ -234,8 +289,9 @@ bench_server() {
         keepalive) measure "$name" keepalive "$base/testolope" "$pid" "$round" ;;
         nokeepalive) measure "$name" nokeepalive "$base/testolope-nokeepalive" "$pid" "$round" ;;
         pipelined) measure "$name" "pipelined$DEPTH" "$base/testolope" "$pid" "$round" -s "$(pipeline_script)" ;;
+        pipetail) measure_h2load "$name" "pipetail$DEPTH" "$base/testolope" "$pid" "$round" ;;
         *)
-            echo "unknown mode $mode (keepalive, nokeepalive, pipelined)" >&2
+            echo "unknown mode $mode (keepalive, nokeepalive, pipelined, pipetail)" >&2
             exit 1
             ;;
         esac
@@ -300,6 +356,7 @@ main() {
     cd "$(dirname "$0")/.."
     need_wrk
     need_taskset
+    if [[ " $MODES " == *" pipetail "* ]]; then need_h2load; fi
     local target=${CARGO_TARGET_DIR:-target} port=${PORT:-19001}
     cargo build --release --example testolope
     RESULTS=$(mktemp /tmp/wrk-results.XXXXXX)
