@@ -83,24 +83,124 @@ pub(crate) fn any_byte(bytes: &[u8], wanted: impl Fn(u8) -> bool) -> bool {
 
 /// RFC 9110 §5.6.2 `tchar`: a table lookup, as it runs over every field
 /// name the head parser reads.
+#[inline]
 pub(crate) fn is_tchar(b: u8) -> bool {
-    TCHAR[usize::from(b)]
+    CLASSES[usize::from(b)] & TCHAR != 0
 }
 
-const TCHAR: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = (b as u8).is_ascii_alphanumeric()
+/// Byte classes for the scans over a head ([`skip`]): one table, a bit
+/// per class. RFC 9110 §5.6.2 `tchar`.
+pub(crate) const TCHAR: u8 = 1;
+/// Visible ASCII (`VCHAR`): a request target's bytes, as the head parser
+/// takes them at once.
+pub(crate) const VCHAR: u8 = 2;
+/// `VCHAR`, space and tab: a field value's bytes (its `obs-text` aside).
+pub(crate) const FIELD_TEXT: u8 = 4;
+/// Any byte but space, tab, `/`, `\`, `?`, `#`, `@` and `,`: what a `Host`
+/// value (`uri-host [ ":" port ]`) may hold, as checked here.
+pub(crate) const HOST_TEXT: u8 = 8;
+
+static CLASSES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let tchar = b.is_ascii_alphanumeric()
             || matches!(
-                b as u8,
+                b,
                 b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~'
             );
-        b += 1;
+        let vchar = b.is_ascii_graphic();
+        let field = vchar || b == b' ' || b == b'\t';
+        let host = !matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
+        table[i] =
+            (tchar as u8 * TCHAR) | (vchar as u8 * VCHAR) | (field as u8 * FIELD_TEXT) | (host as u8 * HOST_TEXT);
+        i += 1;
     }
     table
 };
 
+/// The index of the first byte of `bytes` at or after `from` that is not of
+/// `class` (a bit of the table above); `None` when there is none. Four
+/// bytes per step while four are left (one bounds check and one branch for
+/// the four, then the exact place found among them): half the instructions
+/// of a byte-at-a-time search on the fields of a common head.
+#[inline(always)]
+pub(crate) fn skip(bytes: &[u8], from: usize, class: u8) -> Option<usize> {
+    let of = |b: u8| CLASSES[usize::from(b)];
+    let mut at = from;
+    while let Some(&[a, b, c, d]) = bytes.get(at..).and_then(<[u8]>::first_chunk::<4>) {
+        if of(a) & of(b) & of(c) & of(d) & class == 0 {
+            break;
+        }
+        at += 4;
+    }
+    while let Some(&b) = bytes.get(at) {
+        if of(b) & class == 0 {
+            return Some(at);
+        }
+        at += 1;
+    }
+    None
+}
+
 pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
+#[cfg(test)]
+mod class_tests {
+    use super::{CLASSES, FIELD_TEXT, HOST_TEXT, TCHAR, VCHAR, skip};
+
+    const ALL: [u8; 4] = [TCHAR, VCHAR, FIELD_TEXT, HOST_TEXT];
+
+    /// Each class as the RFCs (and the `Host` check) define it.
+    fn defined(class: u8, b: u8) -> bool {
+        match class {
+            TCHAR => b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b),
+            VCHAR => (0x21..=0x7e).contains(&b),
+            FIELD_TEXT => (0x21..=0x7e).contains(&b) || b == b' ' || b == b'\t',
+            HOST_TEXT => !b" \t/\\?#@,".contains(&b),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_table_holds_each_class_as_defined() {
+        for class in ALL {
+            for b in 0..=255u8 {
+                assert_eq!(CLASSES[usize::from(b)] & class != 0, defined(class, b), "class {class}, byte {b:#04x}");
+            }
+        }
+    }
+
+    /// `skip` finds what a search a byte at a time finds: for every class,
+    /// every length up to 40 (the four-byte steps and the rest), one byte
+    /// outside the class at every place or none, from every start.
+    #[test]
+    fn skip_finds_the_first_byte_outside_the_class() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        };
+        for class in ALL {
+            let inside: Vec<u8> = (0..=255).filter(|&b| defined(class, b)).collect();
+            let outside: Vec<u8> = (0..=255).filter(|&b| !defined(class, b)).collect();
+            for len in 0..40 {
+                for odd_at in 0..=len {
+                    let mut bytes: Vec<u8> = (0..len).map(|_| inside[usize::from(next()) % inside.len()]).collect();
+                    if odd_at < len {
+                        bytes[odd_at] = outside[usize::from(next()) % outside.len()];
+                    }
+                    for from in 0..=len {
+                        let expected = bytes[from..].iter().position(|&b| !defined(class, b)).map(|i| i + from);
+                        assert_eq!(skip(&bytes, from, class), expected, "class {class}, {bytes:?} from {from}");
+                    }
+                }
+            }
+        }
+    }
 }

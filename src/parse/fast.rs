@@ -16,7 +16,7 @@
 
 use super::framing::FramingHeaders;
 use super::{Head, HeaderSpan, Limits, MAX_HEADERS_CAP, line_limit};
-use crate::proto::{Version, is_tchar, trim};
+use crate::proto::{FIELD_TEXT, TCHAR, VCHAR, Version, skip, trim};
 
 /// The head at the start of `buf`, when it is complete and of the common
 /// kind; `None` leaves it to the full parser. `spans` is cleared and
@@ -29,8 +29,8 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         _ => return None,
     };
     let target_start = method_len + 1;
-    let target_len = buf[target_start..].iter().position(|b| !b.is_ascii_graphic())?;
-    let mut at = target_start + target_len;
+    let mut at = skip(buf, target_start, VCHAR)?;
+    let target_len = at - target_start;
     let line_end: &[u8; 11] = buf.get(at..at + 11)?.try_into().ok()?;
     if line_end[..8] != *b" HTTP/1." || line_end[9..] != *b"\r\n" {
         return None;
@@ -58,8 +58,8 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
             break;
         }
         let name_start = at;
-        let name_len = buf[at..].iter().position(|&b| !is_tchar(b))?;
-        at += name_len;
+        at = skip(buf, at, TCHAR)?;
+        let name_len = at - name_start;
         if name_len == 0 || buf[at] != b':' || spans.len() == most {
             return None;
         }
@@ -69,8 +69,7 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         // The value ends at its last visible byte; an empty one sits
         // where the line's CR is.
         let value_start = at;
-        let text_len = buf[at..].iter().position(|&b| !matches!(b, b' '..=0x7e | b'\t'))?;
-        at += text_len;
+        at = skip(buf, at, FIELD_TEXT)?;
         if buf[at] != b'\r' || *buf.get(at + 1)? != b'\n' {
             return None;
         }

@@ -4,7 +4,7 @@
 //! `Expect` (RFC 9110 §10.1.1).
 
 use super::{ConnectionOption, Limits, ParseError};
-use crate::proto::{BodyKind, Version, any_byte, is_token, parse_decimal, tokens};
+use crate::proto::{BodyKind, HOST_TEXT, Version, is_token, parse_decimal, skip, tokens};
 
 /// The framing-relevant headers seen so far.
 #[derive(Default)]
@@ -152,8 +152,7 @@ fn is_known_coding(coding: &[u8]) -> bool {
 /// `Host = uri-host [ ":" port ]`: no whitespace, no userinfo, no path.
 #[inline]
 fn check_host(value: &[u8]) -> Result<(), ParseError> {
-    let bad = |b: u8| matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
-    if any_byte(value, bad) {
+    if skip(value, 0, HOST_TEXT).is_some() {
         return Err(ParseError::Malformed("invalid Host"));
     }
     Ok(())
