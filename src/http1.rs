@@ -154,6 +154,11 @@ pub(crate) trait Seating {
         None
     }
 
+    /// Some route was seen blocking: [`Seating::route_blocks`] may be true.
+    fn routes_remembered(&self) -> bool {
+        false
+    }
+
     /// True when a call of `method` on `path` is expected to block, from
     /// calls on other connections (see `shared::routes`).
     fn route_blocks(&self, _method: &str, _path: &str) -> bool {
@@ -279,10 +284,14 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             Parsed::Refused(e) => return refuse(conn, io, cx, e),
         };
         // Earlier answers go out before a handler that may wait on the
-        // client for a body, or that is expected to block. (Not before
-        // every handler: with 16 requests pipelined, a write per answer
-        // cut throughput 4x, 875k to 200k req/s.)
-        if body_needs_socket(conn, &head) || (conn.expects_slow_handler() && !cx.scratch.out.is_empty()) {
+        // client for a body, or that is expected to block: on this
+        // connection, or on a route seen blocking. (Not before every
+        // handler: with 16 requests pipelined, a write per answer cut
+        // throughput 4x, 875k to 200k req/s.)
+        let answers_wait = !cx.scratch.out.is_empty();
+        if body_needs_socket(conn, &head)
+            || (answers_wait && (conn.expects_slow_handler() || route_expected_to_block(conn, cx, &head)))
+        {
             if let Some(next) = send_before_going_on(conn, io, cx) {
                 return next;
             }
@@ -690,6 +699,16 @@ fn answer_error<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &
     // refused before its head is whole.
     encode_error(status, conn.holds_head_request(), &date, &mut cx.scratch.out);
     close_lingering(conn, io, cx)
+}
+
+/// True when the request's route was seen blocking lately (on any
+/// connection): its call will be handed over before it runs.
+fn route_expected_to_block<H: ?Sized>(conn: &ConnState, cx: &Ctx<'_, H>, head: &Head) -> bool {
+    if !cx.seat.routes_remembered() {
+        return false;
+    }
+    let (method, path) = crate::request::route(&conn.unparsed()[..head.len], head);
+    cx.seat.route_blocks(method, path)
 }
 
 /// True when the request's body is not all in the buffer: reading it waits

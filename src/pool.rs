@@ -212,6 +212,10 @@ impl Seating for Place<'_> {
         sys::sleeps_and_cpu()
     }
 
+    fn routes_remembered(&self) -> bool {
+        self.shared.routes.remembers_any()
+    }
+
     fn route_blocks(&self, method: &str, path: &str) -> bool {
         self.shared.routes.blocks(method, path)
     }

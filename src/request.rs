@@ -70,6 +70,16 @@ fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
     std::str::from_utf8(bytes).unwrap_or("")
 }
 
+/// The method and path of the request whose head is `head` (its bytes) as
+/// `parsed` describes it: what [`Request::method`] and [`Request::path`]
+/// return, without building the request (the route a call is on, asked
+/// before the call).
+pub(crate) fn route<'a>(head: &'a [u8], parsed: &Head) -> (&'a str, &'a str) {
+    let target = text(head, parsed.target);
+    let path = &target[..question_mark(target).unwrap_or(target.len())];
+    (method_text(head, parsed.method), if path.starts_with('/') { path } else { absolute_path(path) })
+}
+
 /// An HTTP request, borrowed from the connection that received it.
 ///
 /// The head (method, target, headers) is a view into the connection's read
@@ -320,6 +330,25 @@ mod tests {
             let (t, p, q) = parts(target);
             assert_eq!(t, target);
             assert_eq!((p, q), expect(path, query), "{target}");
+        }
+    }
+
+    /// The route asked before a call is the request's own method and path.
+    #[test]
+    fn the_route_before_the_call_is_the_requests_method_and_path() {
+        let limits = crate::config::Config::default().limits;
+        for (method, target) in [
+            ("GET", "/a/b?x=1"),
+            ("POST", "/"),
+            ("DELETE", "http://example.com/a?b"),
+            ("OPTIONS", "*"),
+            ("PATCH", "/pot?"),
+        ] {
+            let raw = format!("{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n");
+            let mut spans = Vec::new();
+            let head = crate::parse::parse_head(raw.as_bytes(), &limits, &mut spans).unwrap().unwrap();
+            let route = super::route(&raw.as_bytes()[..head.len], &head);
+            with_request(raw.as_bytes(), |req| assert_eq!(route, (req.method(), req.path()), "{raw:?}"));
         }
     }
 }

@@ -1110,6 +1110,10 @@ impl Seating for TestSeat {
         self.sleeps.as_ref().map(|n| (n.load(Ordering::Relaxed), Duration::ZERO))
     }
 
+    fn routes_remembered(&self) -> bool {
+        self.routes.as_ref().is_some_and(|routes| routes.remembers_any())
+    }
+
     fn route_blocks(&self, method: &str, path: &str) -> bool {
         self.routes.as_ref().is_some_and(|routes| routes.blocks(method, path))
     }
@@ -1319,6 +1323,48 @@ fn an_answer_ready_before_a_handler_expected_to_block_goes_out_first() {
     quick.release();
     assert_eq!(s.serve(&mut quick), Next::Park);
     assert_eq!(seat.handed_over.load(Ordering::Relaxed), 6, "three more calls were expected to block, then none");
+}
+
+/// Answers queued on a connection go out before a call on a route seen
+/// blocking on another connection: the call is handed over before it runs,
+/// and the client should not wait for it to have the earlier answers.
+#[test]
+fn an_answer_ready_before_a_call_on_a_route_seen_blocking_goes_out_first() {
+    let routes = std::sync::Arc::new(crate::shared::routes::Routes::new());
+    let wire = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let answered_before_report = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let get = |p: &str| format!("GET {p} HTTP/1.1\r\nHost: a\r\n\r\n");
+    // Each connection with its own seat and state; `seen`: what the
+    // monitor finds of a long call.
+    let connection = |requests: String, seen: Option<bool>| {
+        let seat = TestSeat { seen, routes: Some(routes.clone()), ..TestSeat::default() };
+        let (clock, on_wire, record) = (seat.ticks.clone(), wire.clone(), answered_before_report.clone());
+        let handler = move |req: &mut Request<'_>| {
+            if req.path() == "/report" {
+                let out = on_wire.lock().unwrap();
+                record.lock().unwrap().push(String::from_utf8_lossy(&out).matches("HTTP/1.1 200").count());
+                clock.fetch_add(2, Ordering::Relaxed);
+            }
+            Response::text(req.path().to_string())
+        };
+        wire.lock().unwrap().clear();
+        let mut s = Served::new(&handler);
+        s.seat = Box::new(seat.clone());
+        let mut io = Watched { io: Script::new(&[requests.as_bytes()]), wire: wire.clone() };
+        io.io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        assert_eq!(redact_dates(&io.io.written).matches("HTTP/1.1 200").count(), requests.matches("GET").count());
+        seat.handed_over.load(Ordering::Relaxed)
+    };
+    // Before the route was seen blocking, the pipelined answers wait.
+    assert_eq!(connection(format!("{}{}", get("/fast"), get("/report")), None), 0);
+    // One connection's call is seen asleep: the route is remembered.
+    assert_eq!(connection(get("/report"), Some(true)), 0);
+    // On another connection, the /fast answer goes out before /report
+    // runs; /report is handed over, and so is the call after it (this
+    // connection's last call blocked).
+    assert_eq!(connection(format!("{}{}{}", get("/fast"), get("/report"), get("/fast")), None), 2);
+    assert_eq!(*answered_before_report.lock().unwrap(), [0, 0, 1]);
 }
 
 /// At shutdown a lingering close ends with the grace: a grace shorter than

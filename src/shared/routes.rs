@@ -56,6 +56,13 @@ impl Routes {
         }
     }
 
+    /// Some call was seen asleep since the server started (until then no
+    /// route is expected to block).
+    #[inline]
+    pub(crate) fn remembers_any(&self) -> bool {
+        self.seen.load(Ordering::Relaxed)
+    }
+
     /// True when a call of `method` on `path` is expected to block: one was
     /// seen asleep lately.
     #[inline]
