@@ -39,39 +39,33 @@ else
 fi
 SERVER_PIDS=()
 
-need_wrk() {
-    command -v wrk >/dev/null && return
+# need_tool COMMAND APT_PACKAGE BREW_PACKAGE: installs COMMAND when missing
+# (apt on Linux, Homebrew on macOS).
+need_tool() {
+    local tool=$1 apt=$2 brew=$3
+    command -v "$tool" >/dev/null && return
     if [[ $OS == Darwin ]]; then
         command -v brew >/dev/null || {
-            echo "wrk is missing: install Homebrew (brew.sh), then: brew install wrk" >&2
+            echo "$tool is missing: install Homebrew (brew.sh), then: brew install $brew" >&2
             exit 1
         }
-        echo "installing wrk with Homebrew" >&2
-        brew install wrk >/dev/null
+        echo "installing $tool with Homebrew ($brew)" >&2
+        brew install "$brew" >/dev/null
         return
     fi
-    echo "installing wrk" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 || {
+    echo "installing $tool ($apt)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$apt" >/dev/null 2>&1 || {
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$apt" >/dev/null
     }
 }
 
+need_wrk() {
+    need_tool wrk wrk wrk
+}
+
 need_h2load() {
-    command -v h2load >/dev/null && return
-    if [[ $OS == Darwin ]]; then
-        command -v brew >/dev/null || {
-            echo "h2load is missing: install Homebrew (brew.sh), then: brew install nghttp2" >&2
-            exit 1
-        }
-        brew install nghttp2 >/dev/null
-        return
-    fi
-    echo "installing h2load (nghttp2-client)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null 2>&1 || {
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nghttp2-client >/dev/null
-    }
+    need_tool h2load nghttp2-client nghttp2
 }
 
 need_taskset() {
