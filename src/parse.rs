@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 
 use framing::FramingHeaders;
 
-use crate::proto::{BodyKind, Version, any_byte, is_token, trim};
+use crate::proto::{BodyKind, VCHAR, Version, is_token, skip, trim};
 
 /// Work done on this thread, for tests that bound it.
 #[cfg(test)]
@@ -304,7 +304,7 @@ fn finish_head(
         return Err(ParseError::Malformed("bare LF in the head"));
     }
     // RFC 9112 §3.2: the target is URI syntax, visible ASCII only.
-    if any_byte(target.as_bytes(), |b| !b.is_ascii_graphic()) {
+    if skip(target.as_bytes(), 0, VCHAR).is_some() {
         return Err(ParseError::Malformed("invalid request target"));
     }
     spans.clear();
