@@ -76,8 +76,14 @@ fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
 /// before the call).
 pub(crate) fn route<'a>(head: &'a [u8], parsed: &Head) -> (&'a str, &'a str) {
     let target = text(head, parsed.target);
-    let path = &target[..question_mark(target).unwrap_or(target.len())];
-    (method_text(head, parsed.method), if path.starts_with('/') { path } else { absolute_path(path) })
+    (method_text(head, parsed.method), path_of(&target[..question_mark(target).unwrap_or(target.len())]))
+}
+
+/// The path a target's part before its query stands for: itself when it
+/// starts with `/`, else see [`absolute_path`].
+#[inline]
+fn path_of(before_query: &str) -> &str {
+    if before_query.starts_with('/') { before_query } else { absolute_path(before_query) }
 }
 
 /// An HTTP request, borrowed from the connection that received it.
@@ -148,8 +154,7 @@ impl<'a> Request<'a> {
     #[inline]
     pub fn path(&self) -> &str {
         // `?`, `/` and `:` are ASCII: each side of them is a char boundary.
-        let path = &self.target[..self.path_end as usize];
-        if path.starts_with('/') { path } else { absolute_path(path) }
+        path_of(&self.target[..self.path_end as usize])
     }
 
     /// The query part of the target (after `?`), if any.
