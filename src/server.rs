@@ -21,6 +21,12 @@ use crate::signals::StopSignals;
 use crate::stats::Stats;
 use crate::sys;
 
+/// More threads than any process can have: Linux's bound on thread ids
+/// (`PID_MAX_LIMIT` on 64-bit targets; other systems allow fewer). A core
+/// worker count past it fails [`Server::spawn`] at once rather than after
+/// starting threads until the system refuses.
+const MAX_THREADS: usize = 1 << 22;
+
 /// A server, configured and bound, not yet running.
 ///
 /// ```no_run
@@ -518,7 +524,9 @@ impl Server {
     /// # Errors
     ///
     /// Creating a readiness set, a descriptor or a thread failed; every
-    /// thread already started is stopped and joined first.
+    /// thread already started is stopped and joined first. A core worker
+    /// count ([`Server::workers`]) above 4,194,304 (no system runs that
+    /// many threads) fails with [`io::ErrorKind::InvalidInput`].
     pub fn spawn<F, R>(self, handler: F) -> io::Result<ServerHandle>
     where
         F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
@@ -585,6 +593,12 @@ impl Server {
         if !cpus.is_empty() {
             config.workers = cpus.len();
             config.max_workers = config.max_workers.max(config.workers);
+        }
+        if config.workers > MAX_THREADS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} core workers: more threads than any system runs ({MAX_THREADS})", config.workers),
+            ));
         }
         let seats = config.workers.min(cores);
         let shared = Arc::new(Shared::new(config, listener, seats)?);

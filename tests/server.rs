@@ -472,3 +472,21 @@ fn workers_run_under_sched_batch_unless_turned_off() {
         assert!(server.shutdown());
     }
 }
+
+/// A core worker count no system can start fails `spawn` at once with a
+/// clear error, rather than panicking (a vector sized by it) or starting
+/// threads until the system refuses; a huge bound on on-demand workers is
+/// only a bound.
+#[test]
+fn an_impossible_worker_count_fails_spawn_and_a_huge_bound_serves() {
+    for n in [usize::MAX, 1 << 40, (1 << 22) + 1] {
+        let spawned = Server::bind("127.0.0.1:0").unwrap().workers(n).spawn(|_: &mut Request<'_>| "x");
+        let e = spawned.err().unwrap_or_else(|| panic!("workers({n}) spawned"));
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+    }
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).max_workers(usize::MAX).spawn(echo).unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().status, 200);
+    server.shutdown();
+}

@@ -51,7 +51,9 @@ impl Crew {
             max: max.max(core),
             live: 0,
             idle: 0,
-            adoptions: Vec::with_capacity(core.max(1)),
+            // Grown when first needed: sized by `core`, an extreme count
+            // would be an allocation the system refuses.
+            adoptions: Vec::new(),
             spawned: 0,
             retired: 0,
             retry_at: 0,
