@@ -652,8 +652,11 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
 }
 
 /// Ends a turn: the worker's buffer goes back, the phase's clock starts.
+/// A yielded turn's wait in the ready list is the server's, not the
+/// client's: it starts no head clock (requests it left whole must not be
+/// answered `408` for a queue's delay).
 fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Next {
-    conn.detach(&mut cx.scratch.buffers, cx.config.read_buffer_size(), Instant::now());
+    conn.detach(&mut cx.scratch.buffers, cx.config.read_buffer_size(), Instant::now(), next != Next::Yield);
     next
 }
 

@@ -269,6 +269,9 @@ pub(crate) struct Socket<'a> {
     /// The server's count of workers waiting on request bodies, and its
     /// bound.
     pub(crate) body_waits: (&'a Counters, usize),
+    /// An event said the client's sending side closed: a short read may
+    /// leave the end of stream behind it, unannounced by any later event.
+    pub(crate) input_ended: bool,
 }
 
 /// How long a worker may go on waiting for one client to take bytes
@@ -364,7 +367,7 @@ impl Transport for Socket<'_> {
     }
 
     fn short_read_drains(&self) -> bool {
-        sys::SHORT_READ_EMPTIES && !self.holds_input()
+        sys::SHORT_READ_EMPTIES && !self.holds_input() && !self.input_ended
     }
 
     fn is_tls(&self) -> bool {
@@ -465,6 +468,7 @@ mod tests {
             watched_by: None,
             pace: Pace::new(u64::MAX),
             body_waits: (&counters, 1),
+            input_ended: false,
         };
         let mut io = RecordsHeld { sock, block_after_wake: 1, blocking: 0 };
         let result = write_all_wait(&mut io, b"the rest", Duration::from_secs(1));

@@ -297,6 +297,7 @@ fn serve_until_parked<H: Handler>(
                 watched_by,
                 pace: Pace::new(shared.config.write_min_rate),
                 body_waits: (&shared.counters, shared.config.body_waits()),
+                input_ended: conn.input_ended,
             };
             let mut cx = Ctx {
                 handler,

@@ -16,6 +16,37 @@ use std::time::{Duration, Instant};
 use common::{PATIENCE, blocking_server, closed, connect, echo, get, read_reply, send, wait_for};
 use httpool::{Overload, Request, Response, Server, ServerHandle};
 
+/// A client sends its last request and closes its side while the only
+/// worker is busy, so that one readiness event reports both: the read that
+/// takes the request comes back short with the end of stream still behind
+/// it, and no later event will tell of that. The connection must still be
+/// closed once answered, not held until its idle timeout (here: never).
+#[test]
+fn a_request_and_the_end_of_stream_in_one_event_are_answered_then_closed() {
+    let (server, entered, release) = blocking_server(|s| s.workers(1).max_workers(1).idle_timeout(Duration::MAX));
+    let addr = server.local_addr();
+    let mut a = connect(addr);
+    let mut b = connect(addr);
+    // B's first answer: its connection parks, registered with the seat.
+    send(&mut b, &get("/first"));
+    assert_eq!(read_reply(&mut b, false).unwrap().status, 200);
+    send(&mut a, &get("/block"));
+    entered.recv_timeout(PATIENCE).unwrap();
+    send(&mut b, &get("/last"));
+    b.get_mut().shutdown(std::net::Shutdown::Write).unwrap();
+    release.send(()).unwrap();
+    assert_eq!(read_reply(&mut a, false).unwrap().status, 200);
+    assert_eq!(read_reply(&mut b, false).unwrap().status, 200);
+    // The end of the answer is the end of stream; the timeout only bounds
+    // how long a failure takes to show.
+    b.get_mut().set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut rest = Vec::new();
+    let end = b.read_to_end(&mut rest);
+    let open = server.stats().open;
+    server.shutdown();
+    assert!(end.is_ok() && rest.is_empty(), "not closed: {end:?}, {open} connections open");
+}
+
 /// A one-worker, depth-one server whose `/block` handler waits for a release.
 fn one_worker_server(overload: Overload) -> (ServerHandle, mpsc::Receiver<()>, mpsc::Sender<()>) {
     blocking_server(|s| s.workers(1).max_workers(1).queue_depth(1).overload(overload))

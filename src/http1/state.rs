@@ -212,7 +212,11 @@ impl ConnState {
 
     /// Ends a turn: gives a worker's buffer back to `pool`, keeps only
     /// unparsed bytes (empty lines dropped), and starts the phase's clock.
-    pub(crate) fn detach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize, now: Instant) {
+    /// A head begun in the buffer starts the head clock only when the
+    /// connection is `to_wait_for_the_client`: one that yielded its turn
+    /// waits for a worker, with whole requests perhaps buffered, and the
+    /// next turn starts the clock if it must read on.
+    pub(crate) fn detach(&mut self, pool: &mut Vec<Vec<u8>>, size: usize, now: Instant, to_wait_for_the_client: bool) {
         // Empty lines before a request line are ignored (RFC 9112 §2.2);
         // they start no head and move no clock.
         let empty = self.unparsed().len() - trim_empty_lines(self.unparsed()).len();
@@ -223,7 +227,9 @@ impl ConnState {
         // An empty buffer restarts at its front.
         let (start, end) = self.buf.bounds();
         self.buf.consume(start, end);
-        self.begin_head(now, false);
+        if to_wait_for_the_client {
+            self.begin_head(now, false);
+        }
         self.phase.stamp(now);
         if self.buf.release(pool, size) == Released::Shrunk {
             // Grown for a body now answered: the share goes back.

@@ -1702,3 +1702,56 @@ fn at_shutdown_empty_lines_in_the_first_turn_begin_no_head() {
     assert_eq!(io.written, b"", "nothing answered");
     assert_eq!(io.chunks.len(), 1, "it did not wait for more");
 }
+
+/// A request and the end of stream that arrive before the worker reads,
+/// in one readiness event: the short read takes the request, not the end,
+/// and no later event will report it. The request is answered, then the
+/// connection reads on to the end and closes instead of parking.
+#[test]
+fn a_request_and_the_end_of_stream_in_one_event_are_answered_then_closed() {
+    let mut s = Served::new(&hello);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.eof = true;
+    io.fin_with_last = true;
+    assert!(io.release());
+    assert!(!io.release(), "the end of stream came with the request");
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert_eq!(redact_dates(&io.written), HELLO);
+    assert!(io.is_drained());
+}
+
+/// Requests received whole and left in the buffer when a connection yields
+/// its turn wait for a worker, not for the client: however long the ready
+/// list keeps them (a head timeout of zero stands for a long wait), they
+/// are answered, not met with `408`.
+#[test]
+fn requests_left_whole_by_a_yielded_turn_are_served_however_long_they_wait() {
+    let config = Config { head_timeout: Duration::ZERO, ..Config::default() };
+    let mut s = Served::with_config(&hello, config);
+    let burst = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".repeat(TURN_REQUESTS as usize + 2);
+    let mut io = Script::new(&[&burst]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Yield);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    let wire = redact_dates(&io.written);
+    assert_eq!(wire, HELLO.repeat(TURN_REQUESTS as usize + 2));
+}
+
+/// A head begun but unfinished when its turn ends is on the head clock
+/// once the connection parks to wait for the rest.
+#[test]
+fn a_head_left_unfinished_after_a_yield_is_timed_once_the_connection_parks() {
+    let config = Config { head_timeout: Duration::ZERO, ..Config::default() };
+    let mut s = Served::with_config(&hello, config);
+    let mut burst = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".repeat(TURN_REQUESTS as usize);
+    burst.extend_from_slice(b"GET / HT");
+    let mut io = Script::new(&[&burst]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Yield);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    // The monitor finds its deadline passed and hands it back: `408`.
+    s.serve(&mut io);
+    let wire = redact_dates(&io.written);
+    assert!(wire.starts_with(&HELLO.repeat(TURN_REQUESTS as usize)), "{wire}");
+    assert!(wire[HELLO.len() * TURN_REQUESTS as usize..].starts_with("HTTP/1.1 408 "), "{wire}");
+}

@@ -10,8 +10,9 @@ use super::{Ready, Transport};
 /// scripted chunks (each one an edge), a read returns what has arrived (at
 /// most what was asked: a short read empties it) and `WouldBlock` when
 /// nothing has; the end of stream arrives after the last chunk as an edge
-/// of its own; writes take at most `room` bytes. A connection parked with
-/// bytes still unread is served again only if another arrival comes, as
+/// of its own, or with the last chunk ([`Script::fin_with_last`]); writes
+/// take at most `room` bytes. A connection parked with bytes or the end of
+/// stream still unread is served again only if another arrival comes, as
 /// with epoll or kqueue, so a lost wake-up leaves a request unanswered.
 /// With [`Script::completion`], readiness is as mio gives it on Windows.
 #[derive(Default)]
@@ -25,6 +26,12 @@ pub(crate) struct Script {
     pub(crate) eof: bool,
     /// The end of stream has arrived: reads return 0 once `current` is read.
     pub(crate) fin: bool,
+    /// The end of stream arrives with the last chunk, in one edge (a
+    /// client that sends its last request and closes before the server
+    /// looks): only the event's read-closed flag tells of it.
+    pub(crate) fin_with_last: bool,
+    /// A read returned the end of stream.
+    pub(crate) fin_read: bool,
     pub(crate) written: Vec<u8>,
     /// When set, `wait` for input succeeds and releases the next arrival
     /// (the peer sends more while the worker waits); otherwise it times out.
@@ -77,6 +84,7 @@ impl Script {
         match self.chunks.pop_front() {
             Some(chunk) => {
                 self.current.extend_from_slice(&chunk);
+                self.fin |= self.eof && self.fin_with_last && self.chunks.is_empty();
                 true
             }
             None if self.eof && !self.fin => {
@@ -87,10 +95,11 @@ impl Script {
         }
     }
 
-    /// True when every byte that arrived was read: what a parked
-    /// connection must have done (else its wake-up was lost).
+    /// True when every byte that arrived was read, and the end of stream
+    /// if it came: what a parked connection must have done (else its
+    /// wake-up was lost).
     pub(crate) fn is_drained(&self) -> bool {
-        self.current.is_empty()
+        self.current.is_empty() && (!self.fin || self.fin_read)
     }
 }
 
@@ -98,6 +107,7 @@ impl Read for Script {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.current.is_empty() {
             if self.fin {
+                self.fin_read = true;
                 return Ok(0);
             }
             self.disarmed = false;
@@ -142,8 +152,11 @@ impl Transport for Script {
         self.shut_write = true;
     }
 
+    /// A short read empties the socket of bytes, but not of an end of
+    /// stream that came in the same edge: the engine passes on the event's
+    /// read-closed flag, and a connection told of it reads until the end.
     fn short_read_drains(&self) -> bool {
-        !self.completion
+        !self.completion && !self.fin
     }
 
     fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {

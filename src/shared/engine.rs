@@ -260,8 +260,8 @@ impl<C: Occupant> Engine<C> {
     pub(crate) fn next(&self, seat: &mut usize, mut poll: impl FnMut(usize)) -> Work<C> {
         let mut hub = self.lock();
         loop {
-            if let Some(conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
-                hub.slots.served(&conn);
+            if let Some(mut conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
+                hub.slots.served(&mut conn);
                 return Work::Serve(conn);
             }
             let stopping = self.is_stopping();
@@ -306,10 +306,10 @@ impl<C: Occupant> Engine<C> {
     /// The end of a poll of `seat` (whose `polled` flag the caller set):
     /// parked connections among `woken` join the seat's ready list, those a
     /// worker holds are marked pending; the seat is free again.
-    pub(crate) fn deliver(&self, seat: usize, woken: impl IntoIterator<Item = Token>, by_worker: bool) {
+    pub(crate) fn deliver(&self, seat: usize, woken: impl IntoIterator<Item = (Token, bool)>, by_worker: bool) {
         let mut hub = self.lock();
-        for token in woken {
-            if let Some(conn) = hub.slots.wake(token) {
+        for (token, ended) in woken {
+            if let Some(conn) = hub.slots.wake(token, ended) {
                 hub.board.push_ready(seat, conn);
             }
         }

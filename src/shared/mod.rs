@@ -176,7 +176,7 @@ impl Shared {
             std::thread::sleep(POLL_BACKOFF);
         }
         let mut listener_ready = false;
-        let tokens = polled.iter().flat_map(|events| events.tokens()).filter(|&token| {
+        let tokens = polled.iter().flat_map(|events| events.tokens()).filter(|&(token, _)| {
             listener_ready |= token == LISTENER;
             token != LISTENER
         });

@@ -143,14 +143,14 @@ impl World {
         net.nudged[seat] = false;
         let events = std::mem::take(&mut net.events[seat]);
         drop(net);
-        self.engine.deliver(seat, events.iter().copied(), true);
+        self.engine.deliver(seat, events.iter().map(|&token| (token, false)), true);
         self.delivered(&events);
     }
 
     /// The monitor polls `seat` without waiting.
     fn poll_now(&self, seat: usize) {
         let events = std::mem::take(&mut self.net.lock().unwrap().events[seat]);
-        self.engine.deliver(seat, events.iter().copied(), false);
+        self.engine.deliver(seat, events.iter().map(|&token| (token, false)), false);
         self.delivered(&events);
     }
 

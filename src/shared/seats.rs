@@ -97,9 +97,11 @@ impl Polled<'_> {
         self.0.events.iter().count() == self.0.events.capacity()
     }
 
-    /// The tokens of the events, the waker's left out.
-    pub(crate) fn tokens(&self) -> impl Iterator<Item = Token> + '_ {
-        self.0.events.iter().map(|e| e.token()).filter(|&t| t != WAKER)
+    /// The tokens of the events, the waker's left out, each with whether it
+    /// said the input ended: the client's sending side closed (which may
+    /// come in the same event as its last bytes), or the socket failed.
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = (Token, bool)> + '_ {
+        self.0.events.iter().map(|e| (e.token(), e.is_read_closed() || e.is_error())).filter(|&(t, _)| t != WAKER)
     }
 }
 

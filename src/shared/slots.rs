@@ -25,6 +25,10 @@ pub(crate) struct Connection {
     /// When the current park ends; `None`: never (a timeout of
     /// `Duration::MAX`).
     pub(crate) deadline: Option<Instant>,
+    /// A readiness event said the client's sending side is closed (or the
+    /// socket failed): a short read may have left the end of stream unread,
+    /// and no other event will tell of it.
+    pub(crate) input_ended: bool,
 }
 
 /// What the slot table and the ready lists need to know of a connection
@@ -36,6 +40,8 @@ pub(crate) trait Occupant {
     fn deadline(&self) -> Option<Instant>;
     /// The seat that watches it.
     fn seat(&self) -> usize;
+    /// An event said its input has ended (see [`Connection::input_ended`]).
+    fn input_ended(&mut self) {}
 }
 
 /// A connection moves between its slot, the ready lists and workers as a
@@ -52,6 +58,10 @@ impl<T: Occupant> Occupant for Box<T> {
     fn seat(&self) -> usize {
         (**self).seat()
     }
+
+    fn input_ended(&mut self) {
+        (**self).input_ended();
+    }
 }
 
 impl Occupant for Connection {
@@ -66,6 +76,10 @@ impl Occupant for Connection {
     fn seat(&self) -> usize {
         self.seat
     }
+
+    fn input_ended(&mut self) {
+        self.input_ended = true;
+    }
 }
 
 impl Connection {
@@ -78,7 +92,7 @@ impl Connection {
         (slot, generation): (u32, u32),
         seat: usize,
     ) -> Box<Connection> {
-        Box::new(Connection { stream, peer, state, slot, generation, seat, watching: None, deadline: None })
+        Box::new(Connection { stream, peer, state, slot, generation, seat, watching: None, deadline: None, input_ended: false })
     }
 
     /// The worker took the socket off its seat (see
@@ -123,9 +137,10 @@ pub(crate) fn untoken(token: Token) -> (u32, u32) {
 enum Slot<C> {
     Free,
     /// In a ready list or with a worker; `pending` when it became readable
-    /// since a worker took it.
+    /// since a worker took it, `ended` when an event said its input ended.
     Busy {
         pending: bool,
+        ended: bool,
     },
     Parked(C),
 }
@@ -182,21 +197,30 @@ impl<C: Occupant> Slots<C> {
         let generation = self.generations[i].wrapping_add(1) & GENERATION_MASK;
         self.generations[i] = generation;
         self.timer_at[i] = None;
-        self.slots[i] = Slot::Busy { pending: false };
+        self.slots[i] = Slot::Busy { pending: false, ended: false };
         (slot, generation)
     }
 
-    /// A readiness event: a parked connection is taken from its slot (to be
-    /// queued); one a worker holds is marked to be served again.
-    pub(crate) fn wake(&mut self, token: Token) -> Option<C> {
+    /// A readiness event, `ended` when it said the input ended (the
+    /// client's sending side closed, or the socket failed): a parked
+    /// connection is taken from its slot (to be queued); one a worker holds
+    /// is marked to be served again.
+    pub(crate) fn wake(&mut self, token: Token, ended: bool) -> Option<C> {
         let (slot, generation) = untoken(token);
         if self.generations.get(slot as usize) != Some(&generation) {
             return None;
         }
         match &mut self.slots[slot as usize] {
-            Slot::Parked(_) => self.unpark(slot as usize),
-            Slot::Busy { pending } => {
+            Slot::Parked(_) => {
+                let mut conn = self.unpark(slot as usize)?;
+                if ended {
+                    conn.input_ended();
+                }
+                Some(conn)
+            }
+            Slot::Busy { pending, ended: was_ended } => {
                 *pending = true;
+                *was_ended |= ended;
                 None
             }
             Slot::Free => None,
@@ -204,20 +228,28 @@ impl<C: Occupant> Slots<C> {
     }
 
     /// A worker takes the connection from a ready list: events until now
-    /// were for bytes it will read.
-    pub(crate) fn served(&mut self, conn: &C) {
-        self.slots[conn.place().0 as usize] = Slot::Busy { pending: false };
+    /// were for bytes it will read (and an end of input they told of is
+    /// passed on).
+    pub(crate) fn served(&mut self, conn: &mut C) {
+        let i = conn.place().0 as usize;
+        if let Slot::Busy { ended: true, .. } = self.slots[i] {
+            conn.input_ended();
+        }
+        self.slots[i] = Slot::Busy { pending: false, ended: false };
     }
 
     /// Parks `conn` in its slot, with a deadline entry for the monitor when
     /// none is due earlier. Returns it instead when it became readable while
     /// the worker held it: serve it again.
     #[must_use]
-    pub(crate) fn park(&mut self, conn: C) -> Option<C> {
+    pub(crate) fn park(&mut self, mut conn: C) -> Option<C> {
         let (slot, generation) = conn.place();
         let i = slot as usize;
-        if let Slot::Busy { pending: true } = self.slots[i] {
-            self.slots[i] = Slot::Busy { pending: false };
+        if let Slot::Busy { pending: true, ended } = self.slots[i] {
+            self.slots[i] = Slot::Busy { pending: false, ended: false };
+            if ended {
+                conn.input_ended();
+            }
             return Some(conn);
         }
         if let Some(deadline) = conn.deadline() {
@@ -291,7 +323,7 @@ impl<C: Occupant> Slots<C> {
 
     /// Takes the connection parked in slot `i`, if any; the slot stays busy.
     fn unpark(&mut self, i: usize) -> Option<C> {
-        match std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false }) {
+        match std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false, ended: false }) {
             Slot::Parked(conn) => {
                 self.parked -= 1;
                 Some(conn)
@@ -320,17 +352,47 @@ mod tests {
         }
     }
 
+    /// An event's word that the input ended reaches the connection
+    /// wherever it is: parked (taken with it), queued (when a worker takes
+    /// it from the ready list), or with a worker (when it tries to park).
+    #[test]
+    fn an_end_of_input_reaches_the_connection_wherever_it_is() {
+        let mut slots = Slots::new();
+        let (stream, peer) = conn_pair();
+        let conn = Connection::new(stream, peer, ConnState::default(), slots.take(), 0);
+        let token = conn.token();
+        // Held: the park fails, and the connection is told.
+        assert!(slots.wake(token, true).is_none());
+        let mut conn = slots.park(conn).expect("readable since: serve it again");
+        assert!(conn.input_ended);
+        conn.input_ended = false;
+        // Parked: the event takes it, told.
+        assert!(slots.park(conn).is_none());
+        let mut conn = slots.wake(token, true).expect("parked: the event takes it");
+        assert!(conn.input_ended);
+        conn.input_ended = false;
+        // Queued (taken by the event, not yet served): told when served.
+        assert!(slots.wake(token, true).is_none());
+        slots.served(&mut conn);
+        assert!(conn.input_ended);
+        // An event without it says nothing of the kind.
+        conn.input_ended = false;
+        assert!(slots.wake(token, false).is_none());
+        let conn = slots.park(conn).expect("readable since");
+        assert!(!conn.input_ended);
+    }
+
     #[test]
     fn an_event_while_a_worker_holds_the_connection_makes_its_park_fail() {
         let mut slots = Slots::new();
         let (stream, peer) = conn_pair();
         let conn = Connection::new(stream, peer, ConnState::default(), slots.take(), 0);
         let token = conn.token();
-        assert!(slots.wake(token).is_none(), "held by the caller: marked, not taken");
+        assert!(slots.wake(token, false).is_none(), "held by the caller: marked, not taken");
         let conn = slots.park(conn).expect("readable since: serve it again");
         assert!(slots.park(conn).is_none());
         assert_eq!(slots.parked(), 1);
-        let conn = slots.wake(token).expect("parked: the event takes it");
+        let conn = slots.wake(token, false).expect("parked: the event takes it");
         assert_eq!(slots.parked(), 0);
         slots.free(conn.slot());
         assert_eq!(slots.open(), 0);
@@ -338,7 +400,7 @@ mod tests {
         let (stream, peer) = conn_pair();
         let next = Connection::new(stream, peer, ConnState::default(), slots.take(), 0);
         assert!(slots.park(next).is_none());
-        assert!(slots.wake(token).is_none());
+        assert!(slots.wake(token, false).is_none());
         assert_eq!(slots.parked(), 1);
     }
 }
