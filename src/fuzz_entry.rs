@@ -58,19 +58,24 @@ pub fn serve_chunks_with_room(chunks: &[&[u8]], room: Option<usize>) -> Vec<u8> 
     // end of stream as an event of its own, and in one with the last
     // bytes), and mio's emulation on Windows; the same bytes must get the
     // same answers.
-    let [edges, fin_with_last, completion] = [(false, false), (false, true), (true, false)].map(|(completion, fin_with_last)| {
-        let mut io = Script::new(chunks);
-        io.eof = true;
-        io.fin_with_last = fin_with_last;
-        io.patient = true;
-        io.completion = completion;
-        let mut driver = Driver::with_config(&handler, config.clone());
-        driver.peer = peer;
-        driver.run(&mut io, room);
-        io.written
-    });
+    let [edges, fin_with_last, completion] =
+        [(false, false), (false, true), (true, false)].map(|(completion, fin_with_last)| {
+            let mut io = Script::new(chunks);
+            io.eof = true;
+            io.fin_with_last = fin_with_last;
+            io.patient = true;
+            io.completion = completion;
+            let mut driver = Driver::with_config(&handler, config.clone());
+            driver.peer = peer;
+            driver.run(&mut io, room);
+            io.written
+        });
     assert_eq!(redact_dates(&edges), redact_dates(&completion), "readiness as on Windows changed the answers");
-    assert_eq!(redact_dates(&edges), redact_dates(&fin_with_last), "the end of stream with the last bytes changed the answers");
+    assert_eq!(
+        redact_dates(&edges),
+        redact_dates(&fin_with_last),
+        "the end of stream with the last bytes changed the answers"
+    );
     edges
 }
 

@@ -92,7 +92,17 @@ impl Connection {
         (slot, generation): (u32, u32),
         seat: usize,
     ) -> Box<Connection> {
-        Box::new(Connection { stream, peer, state, slot, generation, seat, watching: None, deadline: None, input_ended: false })
+        Box::new(Connection {
+            stream,
+            peer,
+            state,
+            slot,
+            generation,
+            seat,
+            watching: None,
+            deadline: None,
+            input_ended: false,
+        })
     }
 
     /// The worker took the socket off its seat (see
