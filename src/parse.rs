@@ -314,8 +314,8 @@ fn finish_head(
         spans.push(HeaderSpan { name: span(buf, h.name.as_bytes()), value: span(buf, h.value) });
     }
     let body = framing.body_kind(limits)?;
-    if version == Version::Http11 && framing.hosts != 1 {
-        return Err(ParseError::Malformed("HTTP/1.1 request needs exactly one Host"));
+    if version == Version::Http11 && framing.hosts == 0 {
+        return Err(ParseError::Malformed("HTTP/1.1 request needs a Host"));
     }
     Ok(Some(Head {
         len,

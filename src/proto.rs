@@ -96,8 +96,9 @@ pub(crate) const TCHAR: u8 = 1;
 pub(crate) const VCHAR: u8 = 2;
 /// `VCHAR`, space and tab: a field value's bytes (its `obs-text` aside).
 pub(crate) const FIELD_TEXT: u8 = 4;
-/// Any byte but space, tab, `/`, `\`, `?`, `#`, `@` and `,`: what a `Host`
-/// value (`uri-host [ ":" port ]`) may hold, as checked here.
+/// A registered name's bytes (RFC 3986 §3.2.2: unreserved and sub-delims,
+/// a comma aside): most `Host` values are these alone (`%`, `:`, `[` and
+/// `]` are the parser's to judge in context).
 pub(crate) const HOST_TEXT: u8 = 8;
 
 static CLASSES: [u8; 256] = {
@@ -112,7 +113,11 @@ static CLASSES: [u8; 256] = {
             );
         let vchar = b.is_ascii_graphic();
         let field = vchar || b == b' ' || b == b'\t';
-        let host = !matches!(b, b' ' | b'\t' | b'/' | b'\\' | b'?' | b'#' | b'@' | b',');
+        let host = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b';' | b'='
+            );
         table[i] =
             (tchar as u8 * TCHAR) | (vchar as u8 * VCHAR) | (field as u8 * FIELD_TEXT) | (host as u8 * HOST_TEXT);
         i += 1;
@@ -160,7 +165,7 @@ mod class_tests {
             TCHAR => b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b),
             VCHAR => (0x21..=0x7e).contains(&b),
             FIELD_TEXT => (0x21..=0x7e).contains(&b) || b == b' ' || b == b'\t',
-            HOST_TEXT => !b" \t/\\?#@,".contains(&b),
+            HOST_TEXT => b.is_ascii_alphanumeric() || b"-._~!$&'()*+;=".contains(&b),
             _ => unreachable!(),
         }
     }

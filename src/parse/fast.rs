@@ -83,7 +83,7 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         });
     }
     let len = at;
-    if len > limits.max_head_bytes || (version == Version::Http11 && framing.hosts != 1) {
+    if len > limits.max_head_bytes || (version == Version::Http11 && framing.hosts == 0) {
         return None;
     }
     let body = framing.body_kind(limits).ok()?;

@@ -37,8 +37,13 @@ impl FramingHeaders {
     #[inline(always)]
     pub(super) fn add(&mut self, name: &[u8], value: &[u8], version: Version) -> Result<(), ParseError> {
         match name.len() {
+            // More than one `Host` line is a 400 in any version (RFC 9110
+            // §7.2), as is an invalid value.
             4 if name.eq_ignore_ascii_case(b"host") => {
                 self.hosts += 1;
+                if self.hosts > 1 {
+                    return Err(ParseError::Malformed("more than one Host"));
+                }
                 check_host(value)
             }
             6 if name.eq_ignore_ascii_case(b"expect") => self.add_expect(value),
@@ -149,11 +154,65 @@ fn is_known_coding(coding: &[u8]) -> bool {
     ["gzip", "x-gzip", "deflate", "compress", "x-compress"].iter().any(|k| coding.eq_ignore_ascii_case(k.as_bytes()))
 }
 
-/// `Host = uri-host [ ":" port ]`: no whitespace, no userinfo, no path.
+/// `Host = uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2): a
+/// registered name or IPv4 address, or an IP literal in brackets, then
+/// digits after a colon. An invalid value is a 400, as the RFC requires: a
+/// name that means one host here and another to a proxy or a cache is how
+/// requests reach the wrong virtual host. Stricter than the grammar in one
+/// way: a comma (two values folded into one line) is refused.
 #[inline]
 fn check_host(value: &[u8]) -> Result<(), ParseError> {
-    if skip(value, 0, HOST_TEXT).is_some() {
-        return Err(ParseError::Malformed("invalid Host"));
+    match skip(value, 0, HOST_TEXT) {
+        None => Ok(()),
+        // `name:port`, the usual other form.
+        Some(i) if value[i] == b':' && value[i + 1..].iter().all(u8::is_ascii_digit) => Ok(()),
+        Some(_) if host_rare_forms(value) => Ok(()),
+        Some(_) => Err(ParseError::Malformed("invalid Host")),
     }
-    Ok(())
+}
+
+/// Percent-encoded names and IP literals: `check_host` for what its fast
+/// cases leave.
+#[cold]
+fn host_rare_forms(value: &[u8]) -> bool {
+    let (host, port) = if let Some(literal) = value.strip_prefix(b"[") {
+        let Some(close) = literal.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        // IPv6 (hex digits, colons, dots), IPvFuture (`v`, hex, `.`, then
+        // unreserved, sub-delims and colons), a zone id (`%25…`, RFC 6874).
+        let inside = &literal[..close];
+        if inside.is_empty() || !is_reg_name(inside, true) {
+            return false;
+        }
+        match &literal[close + 1..] {
+            [] => return true,
+            [b':', port @ ..] => (&[][..], port),
+            _ => return false,
+        }
+    } else {
+        match value.iter().rposition(|&b| b == b':') {
+            Some(colon) => (&value[..colon], &value[colon + 1..]),
+            None => (value, &[][..]),
+        }
+    };
+    is_reg_name(host, false) && port.iter().all(u8::is_ascii_digit)
+}
+
+/// `*( unreserved / pct-encoded / sub-delims )` (a comma aside), and
+/// colons when `colons`.
+fn is_reg_name(mut name: &[u8], colons: bool) -> bool {
+    while let [b, rest @ ..] = name {
+        name = match (b, rest) {
+            (b'%', [h, l, rest @ ..]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => rest,
+            (b':', _) if colons => rest,
+            (&b, _) if b != b'%' && is_host_byte(b) => rest,
+            _ => return false,
+        };
+    }
+    true
+}
+
+fn is_host_byte(b: u8) -> bool {
+    skip(&[b], 0, HOST_TEXT).is_none()
 }
