@@ -62,6 +62,8 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
     Ok(match (resp.status, len) {
         (code, _) if code < 200 || code == 204 => ResponseFraming::None { announce: None },
         (304, len) => ResponseFraming::None { announce: resp.declared_length.or(len.filter(|&n| n > 0)) },
+        // No content in a 205, and its zero length said (RFC 9110 §15.3.6).
+        (205, _) => ResponseFraming::None { announce: Some(0) },
         (_, len) if is_head => ResponseFraming::None { announce: len },
         (_, Some(n)) => ResponseFraming::Length(n),
         (_, None) if version == Version::Http11 => ResponseFraming::Chunked,

@@ -187,8 +187,9 @@ pub struct Response {
 impl Response {
     /// A response with this status and no body.
     ///
-    /// A status outside `100..=999` makes the response invalid (the client
-    /// gets a `500`).
+    /// A status outside `100..=599` makes the response invalid (the client
+    /// gets a `500`): RFC 9110 §15 has no others, and a client takes one
+    /// as a server error anyway.
     pub fn status(code: u16) -> Response {
         Response {
             status: code,
@@ -198,7 +199,7 @@ impl Response {
             declared_length: None,
             close: false,
             has_date: false,
-            invalid: (!(100..=999).contains(&code)).then_some("status code out of range"),
+            invalid: (!(100..=599).contains(&code)).then_some("status code out of range"),
             upgrade: None,
         }
     }
@@ -387,7 +388,9 @@ impl Response {
     /// checked against the body (a contradiction is a `500`) and is what a
     /// `HEAD` response or a reader body of unknown length is framed with.
     /// `Transfer-Encoding` is ignored: the crate chooses the framing.
-    /// `Connection: close` is the same as [`Response::with_close`].
+    /// A `close` among the `Connection` options is the same as
+    /// [`Response::with_close`] (and `keep-alive` is the server's to send);
+    /// the other options go out as they are.
     pub fn set_header(&mut self, name: impl Into<Cow<'static, str>>, value: impl Into<Cow<'static, str>>) {
         let (name, value) = (name.into(), value.into());
         if !is_valid_name(&name) || !is_valid_value(&value) {
@@ -402,11 +405,24 @@ impl Response {
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             debug!("ignoring Transfer-Encoding set by handler");
-        } else if name.eq_ignore_ascii_case("connection")
-            && tokens(value.as_bytes())
-                .all(|t| t.eq_ignore_ascii_case(b"close") || t.eq_ignore_ascii_case(b"keep-alive"))
-        {
+        } else if name.eq_ignore_ascii_case("connection") {
+            // `close` and `keep-alive` are the server's to send (it sends
+            // one of them, and closes after a `close`, RFC 9112 §9.6); any
+            // other option goes out as the handler set it.
+            let persistence = |t: &[u8]| t.eq_ignore_ascii_case(b"close") || t.eq_ignore_ascii_case(b"keep-alive");
             self.close |= tokens(value.as_bytes()).any(|t| t.eq_ignore_ascii_case(b"close"));
+            if tokens(value.as_bytes()).any(persistence) {
+                let others: Vec<&str> = value
+                    .split(',')
+                    .map(|t| t.trim_matches([' ', '\t']))
+                    .filter(|t| !t.is_empty() && !persistence(t.as_bytes()))
+                    .collect();
+                if !others.is_empty() {
+                    self.headers.push((name, others.join(", ").into()));
+                }
+            } else {
+                self.headers.push((name, value));
+            }
         } else {
             self.has_date |= name.eq_ignore_ascii_case("date");
             self.headers.push((name, value));

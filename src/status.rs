@@ -55,9 +55,9 @@ pub(crate) fn reason(code: u16) -> &'static str {
 }
 
 /// True when a response with this status never has content (RFC 9110 §6.4.1:
-/// 1xx, 204 and 304).
+/// 1xx, 204 and 304; §15.3.6: 205).
 pub(crate) fn forbids_body(code: u16) -> bool {
-    code < 200 || code == 204 || code == 304
+    code < 200 || matches!(code, 204 | 205 | 304)
 }
 
 #[cfg(test)]
@@ -73,10 +73,10 @@ mod tests {
 
     #[test]
     fn bodyless_statuses() {
-        for code in [100, 101, 199, 204, 304] {
+        for code in [100, 101, 199, 204, 205, 304] {
             assert!(forbids_body(code), "{code}");
         }
-        for code in [200, 205, 301, 404, 500] {
+        for code in [200, 206, 301, 404, 500] {
             assert!(!forbids_body(code), "{code}");
         }
     }

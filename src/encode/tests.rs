@@ -50,6 +50,10 @@ fn injected_line_breaks_make_the_response_invalid() {
 fn status_out_of_range_is_invalid() {
     assert!(plan(&Response::status(99), Version::Http11, false).is_err());
     assert!(plan(&Response::status(1000), Version::Http11, false).is_err());
+    assert!(plan(&Response::status(600), Version::Http11, false).is_err());
+    assert!(plan(&Response::text("x").with_status(999), Version::Http11, false).is_err());
+    assert!(plan(&Response::status(599), Version::Http11, false).is_ok());
+    assert!(plan(&Response::status(200), Version::Http11, false).is_ok());
     assert!(plan(&Response::text("x").with_status(42), Version::Http11, false).is_err());
 }
 
@@ -106,12 +110,50 @@ fn connection_close_header_closes() {
     assert!(resp.headers.is_empty());
 }
 
+/// A `close` among other `Connection` options still closes (RFC 9112
+/// §9.6); `close` and `keep-alive` are the server's to send, the other
+/// options go out as the handler set them.
+#[test]
+fn connection_close_among_other_options_closes() {
+    for (value, close, rest) in [
+        ("close, x-foo", true, Some("x-foo")),
+        ("X-Foo ,CLOSE", true, Some("X-Foo")),
+        ("keep-alive, upgrade", false, Some("upgrade")),
+        ("keep-alive , close", true, None),
+        ("upgrade", false, Some("upgrade")),
+    ] {
+        let resp = Response::text("x").with_header("Connection", value);
+        assert_eq!(resp.close, close, "{value}");
+        assert_eq!(resp.header("Connection"), rest, "{value}");
+    }
+    let resp = Response::text("x").with_header("Connection", "close, x-foo");
+    let head = encode(&resp, Version::Http10, false, false);
+    assert!(head.contains("\r\nConnection: x-foo\r\n") && head.contains("\r\nConnection: close\r\n"), "{head}");
+    assert!(!head.contains("keep-alive"), "{head}");
+}
+
 #[test]
 fn a_handler_date_replaces_ours() {
     let resp = Response::status(200).with_header("Date", "Mon, 01 Jan 2001 00:00:00 GMT");
     let head = encode(&resp, Version::Http11, false, true);
     assert_eq!(head.matches("Date:").count(), 1, "{head}");
     assert!(head.contains("2001"));
+}
+
+/// A `205` has no content, and says so (RFC 9110 §15.3.6): the body a
+/// handler gave it is not sent, and the connection stays usable.
+#[test]
+fn a_205_sends_no_content_and_a_zero_length() {
+    for resp in [Response::text("abc").with_status(205), Response::status(205)] {
+        let framing = plan(&resp, Version::Http11, false).unwrap();
+        let mut out = Vec::new();
+        encode_in_memory(&resp, framing, true, DATE, &mut out);
+        let wire = String::from_utf8(out).unwrap();
+        assert_eq!(
+            wire,
+            "HTTP/1.1 205 Reset Content\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 0\r\n\r\n"
+        );
+    }
 }
 
 #[test]
