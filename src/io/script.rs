@@ -32,6 +32,10 @@ pub(crate) struct Script {
     pub(crate) fin_with_last: bool,
     /// A read returned the end of stream.
     pub(crate) fin_read: bool,
+    /// The worker waited on the socket, which left its seat: it is
+    /// registered afresh when the connection parks, and registering
+    /// reports what has arrived (bytes, or the end of stream).
+    pub(crate) left_seat: bool,
     pub(crate) written: Vec<u8>,
     /// When set, `wait` for input succeeds and releases the next arrival
     /// (the peer sends more while the worker waits); otherwise it times out.
@@ -101,6 +105,12 @@ impl Script {
     pub(crate) fn is_drained(&self) -> bool {
         self.current.is_empty() && (!self.fin || self.fin_read)
     }
+
+    /// The connection parks: true when that registers the socket afresh
+    /// (it left its seat) with something to read, which wakes it at once.
+    pub(crate) fn park_wakes(&mut self) -> bool {
+        std::mem::take(&mut self.left_seat) && !self.is_drained()
+    }
 }
 
 impl Read for Script {
@@ -163,6 +173,7 @@ impl Transport for Script {
         // The socket leaves its seat while the worker waits, and is
         // registered afresh when it parks.
         self.disarmed = false;
+        self.left_seat = true;
         if ready == Ready::Writable {
             self.room = None;
             return Ok(());

@@ -82,7 +82,9 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
     /// Serves the connection until it closes or waits for input the script
     /// does not hold, with readiness as the kernel gives it: served when
     /// bytes arrive, parked, served again only on a new arrival (or, while
-    /// an answer waits, when the client takes some of it); a turn it yields
+    /// an answer waits, when the client takes some of it; or at once when
+    /// its socket, having left its seat, is registered afresh with input
+    /// already there); a turn it yields
     /// comes round again. `room` is how many bytes the client takes each
     /// time the connection is served (`None`: all). Each round consumes an
     /// arrival or lets the client take at least one byte, so this ends.
@@ -102,9 +104,12 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
                 Next::Yield => {}
                 Next::Park if self.is_sending() => {
                     // The client reads on; what it sends meanwhile waits in
-                    // the socket without waking the connection.
+                    // the socket without waking the connection (watched for
+                    // room only, however it was registered).
+                    io.left_seat = false;
                     io.release();
                 }
+                Next::Park if io.park_wakes() => {}
                 Next::Park => {
                     if !io.release() {
                         break;
