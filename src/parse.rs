@@ -8,7 +8,7 @@
 
 use std::mem::MaybeUninit;
 
-use framing::FramingHeaders;
+use framing::{FramingHeaders, check_host};
 
 use crate::proto::{BodyKind, VCHAR, Version, is_token, skip, trim};
 
@@ -303,8 +303,9 @@ fn finish_head(
     if has_bare_lf(&buf[lead..len]) {
         return Err(ParseError::Malformed("bare LF in the head"));
     }
-    // RFC 9112 §3.2: the target is URI syntax, visible ASCII only.
-    if skip(target.as_bytes(), 0, VCHAR).is_some() {
+    // RFC 9112 §3.2: the target is URI syntax, visible ASCII only, in the
+    // form its method takes.
+    if skip(target.as_bytes(), 0, VCHAR).is_some() || !is_target_form_of(method, target.as_bytes()) {
         return Err(ParseError::Malformed("invalid request target"));
     }
     spans.clear();
@@ -652,6 +653,36 @@ pub(crate) fn is_known_method(method: &[u8]) -> bool {
             | b"UNSUBSCRIBE"
             | b"SOURCE"
     )
+}
+
+/// Whether `target` has a form `method` may use (RFC 9112 §3.2): a path
+/// (origin-form) for any method but `CONNECT`, which takes `host:port`
+/// (authority-form) alone; `*` (asterisk-form) for `OPTIONS`, and for
+/// methods this crate does not know (SSDP's `M-SEARCH *`), not for the
+/// others of RFC 9110; `scheme://…` (absolute-form, as sent to a proxy)
+/// for any method but `CONNECT`. Anything else (`GET foo`) is none.
+fn is_target_form_of(method: &str, target: &[u8]) -> bool {
+    match target {
+        [b'/', ..] => method != "CONNECT",
+        _ if method == "CONNECT" => {
+            let port = target.iter().rposition(|&b| b == b':').map_or(&[][..], |colon| &target[colon + 1..]);
+            !port.is_empty() && port.len() < target.len() - 1 && check_host(target).is_ok()
+        }
+        b"*" => !matches!(method, "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE"),
+        _ => is_absolute_form(target),
+    }
+}
+
+/// `scheme "://"`, the scheme a letter then letters, digits, `+`, `-`, `.`
+/// (RFC 3986 §3.1).
+fn is_absolute_form(target: &[u8]) -> bool {
+    let Some(colon) = target.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let scheme = &target[..colon];
+    scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        && target[colon..].starts_with(b"://")
 }
 
 mod fast;

@@ -310,7 +310,8 @@ mod tests {
 
     /// `(target, path, query)` as the request reads them.
     fn parts(target: &str) -> (String, String, Option<String>) {
-        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let method = if target == "*" { "OPTIONS" } else { "GET" };
+        let raw = format!("{method} {target} HTTP/1.1\r\nHost: x\r\n\r\n");
         with_request(raw.as_bytes(), |req| {
             (req.target().to_owned(), req.path().to_owned(), req.query().map(str::to_owned))
         })

@@ -43,7 +43,12 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     // The request line without its LF; no empty lines before it.
     let line_len = at + 10;
     at += 11;
-    if target_len == 0 || target_len > limits.max_uri_bytes || line_len > line_limit(limits) {
+    // Origin-form only (`/…`): the others are the full parser's to judge.
+    if target_len == 0
+        || buf[target_start] != b'/'
+        || target_len > limits.max_uri_bytes
+        || line_len > line_limit(limits)
+    {
         return None;
     }
     let most = limits.max_headers.clamp(1, MAX_HEADERS_CAP);

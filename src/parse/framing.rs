@@ -161,7 +161,7 @@ fn is_known_coding(coding: &[u8]) -> bool {
 /// requests reach the wrong virtual host. Stricter than the grammar in one
 /// way: a comma (two values folded into one line) is refused.
 #[inline]
-fn check_host(value: &[u8]) -> Result<(), ParseError> {
+pub(super) fn check_host(value: &[u8]) -> Result<(), ParseError> {
     match skip(value, 0, HOST_TEXT) {
         None => Ok(()),
         // `name:port`, the usual other form.

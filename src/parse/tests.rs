@@ -610,3 +610,49 @@ fn host_values_are_checked_by_their_grammar() {
         }
     }
 }
+
+/// Each request-target form with the methods that may use it (RFC 9112
+/// §3.2), through the whole parser.
+#[test]
+fn a_target_must_have_a_form_its_method_takes() {
+    let valid: &[&[u8]] = &[
+        b"GET /a?b HTTP/1.1",
+        b"GET http://a.example/x HTTP/1.1",
+        b"GET http://a.example HTTP/1.1",
+        b"GET http://hypnotoad.org:1234?hail=all HTTP/1.1",
+        b"POST svn+ssh://a/b HTTP/1.1",
+        b"OPTIONS * HTTP/1.1",
+        b"OPTIONS /x HTTP/1.1",
+        b"M-SEARCH * HTTP/1.1",
+        b"CONNECT a.example:443 HTTP/1.1",
+        b"CONNECT [::1]:443 HTTP/1.1",
+        b"CONNECT home_0.netscape.com:443 HTTP/1.0",
+    ];
+    let invalid: &[&[u8]] = &[
+        b"GET foo HTTP/1.1",
+        b"GET * HTTP/1.1",
+        b"HEAD * HTTP/1.1",
+        b"DELETE * HTTP/1.1",
+        b"GET a.example:80 HTTP/1.1",
+        b"GET http:/x HTTP/1.1",
+        b"GET 1http://a/ HTTP/1.1",
+        b"GET ://a/ HTTP/1.1",
+        b"CONNECT /x HTTP/1.1",
+        b"CONNECT * HTTP/1.1",
+        b"CONNECT a.example HTTP/1.1",
+        b"CONNECT a.example: HTTP/1.1",
+        b"CONNECT :443 HTTP/1.1",
+        b"CONNECT http://a:443 HTTP/1.1",
+        b"CONNECT a b:443 HTTP/1.1",
+    ];
+    for (line, ok) in valid.iter().map(|l| (l, true)).chain(invalid.iter().map(|l| (l, false))) {
+        let head = [*line, b"\r\nHost: a\r\n\r\n"].concat();
+        let got = parse_head(&head, &Limits { any_method: true, ..limits() }, &mut Vec::new());
+        let shown = String::from_utf8_lossy(line);
+        if ok {
+            assert!(matches!(got, Ok(Some(_))), "{shown:?}: {got:?}");
+        } else {
+            assert!(matches!(got, Err(Malformed(_))), "{shown:?}: {got:?}");
+        }
+    }
+}
