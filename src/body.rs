@@ -26,9 +26,10 @@ fn read_body_bytes(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) ->
 }
 use crate::proto::{BodyKind, is_tchar};
 
-/// Bound on the chunk-extension bytes of one body: extensions carry nothing
-/// we use, so a body may spend this much on them and no more.
-pub(crate) const MAX_CHUNK_EXT_BYTES: usize = 4096;
+/// Bound on the chunk-line bytes of one body that carry nothing we use:
+/// chunk extensions, and the leading zeros of a chunk-size past its first
+/// digit. A body may spend this much on them and no more.
+pub(crate) const MAX_CHUNK_FILLER_BYTES: usize = 4096;
 
 /// Bound on a trailer section (RFC 9112 §7.1.2); trailers are read and
 /// discarded.
@@ -87,7 +88,10 @@ impl BodyError {
 /// The chunked decoder's position in the grammar of RFC 9112 §7.1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Chunked {
-    /// Reading hex digits; `digits` counts them.
+    /// Before the first hex digit of a chunk-size.
+    SizeStart,
+    /// Reading hex digits; `digits` counts the significant ones, from the
+    /// first that is not a zero.
     Size {
         size: u64,
         digits: u8,
@@ -112,8 +116,11 @@ enum Chunked {
     DataLf,
     /// Start of a trailer line, or the blank line ending the body.
     TrailerStart,
-    /// Inside a trailer field line.
-    TrailerLine,
+    /// Inside a trailer field's name.
+    TrailerName,
+    /// After the trailer field's colon: its value, whitespace around it
+    /// included.
+    TrailerValue,
     TrailerLf,
     EndLf,
     Done,
@@ -162,7 +169,7 @@ fn ext_next(at: Ext, b: u8) -> Result<Option<Ext>, BodyError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChunkedDecoder {
     state: Chunked,
-    ext_bytes: usize,
+    filler_bytes: usize,
     trailer_bytes: usize,
     /// Body bytes decoded so far, and the most the body may have.
     decoded: u64,
@@ -172,7 +179,7 @@ pub(crate) struct ChunkedDecoder {
 impl ChunkedDecoder {
     /// A decoder for a body of at most `max` bytes.
     pub(crate) fn new(max: u64) -> ChunkedDecoder {
-        ChunkedDecoder { state: Chunked::Size { size: 0, digits: 0 }, ext_bytes: 0, trailer_bytes: 0, decoded: 0, max }
+        ChunkedDecoder { state: Chunked::SizeStart, filler_bytes: 0, trailer_bytes: 0, decoded: 0, max }
     }
 
     pub(crate) fn is_done(&self) -> bool {
@@ -205,31 +212,21 @@ impl ChunkedDecoder {
     fn step(&mut self, b: u8) -> Result<Chunked, BodyError> {
         use Chunked::*;
         let next = match (self.state, b) {
-            (Size { size, digits }, _) if b.is_ascii_hexdigit() => {
-                // 16 hex digits fill a u64; a 17th would overflow.
-                if digits >= 16 {
-                    return Err(BodyError::Malformed);
-                }
-                let digit = (b as char).to_digit(16).unwrap_or(0);
-                let size = size << 4 | u64::from(digit);
-                // A chunk whose size alone runs past the limit is refused at
-                // the digit that takes it there: not once the client has sent
-                // (or trickled) that much, nor after the rest of its line,
-                // so that the verdict is the same however the bytes arrive.
-                if self.decoded.saturating_add(size) > self.max {
-                    return Err(BodyError::TooLarge);
-                }
-                Size { size, digits: digits + 1 }
+            (SizeStart, _) if b.is_ascii_hexdigit() => self.size_digit(0, 0, b)?,
+            (Size { size: 0, .. }, b'0') => {
+                // `chunk-size = 1*HEXDIG` (RFC 9112 §7.1): leading zeros are
+                // allowed and do not count toward the 16 digits a u64 holds,
+                // but they carry nothing, so a body's run of them is bounded.
+                self.filler_byte()?;
+                Size { size: 0, digits: 0 }
             }
-            (Size { digits: 0, .. }, _) => return Err(BodyError::Malformed),
+            (Size { size, digits }, _) if b.is_ascii_hexdigit() => self.size_digit(size, digits, b)?,
+            (SizeStart, _) => return Err(BodyError::Malformed),
             (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => SizeWhitespace { size },
             (Size { size, .. } | SizeWhitespace { size }, b';') => Extension { size, at: Ext::NameStart },
             (Size { size, .. }, b'\r') => SizeLf { size },
             (Extension { size, at }, _) => {
-                self.ext_bytes += 1;
-                if self.ext_bytes > MAX_CHUNK_EXT_BYTES {
-                    return Err(BodyError::Malformed);
-                }
+                self.filler_byte()?;
                 match ext_next(at, b)? {
                     Some(at) => Extension { size, at },
                     None => SizeLf { size },
@@ -238,20 +235,60 @@ impl ChunkedDecoder {
             (SizeLf { size: 0 }, b'\n') => TrailerStart,
             (SizeLf { size }, b'\n') => Data { left: size },
             (DataCr, b'\r') => DataLf,
-            (DataLf, b'\n') => Size { size: 0, digits: 0 },
+            (DataLf, b'\n') => SizeStart,
             (TrailerStart, b'\r') => EndLf,
             (EndLf, b'\n') => Done,
-            (TrailerLine, b'\r') => TrailerLf,
-            (TrailerStart | TrailerLine, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => {
-                self.trailer_bytes += 1;
-                if self.trailer_bytes > MAX_TRAILER_BYTES {
-                    return Err(BodyError::Malformed);
-                }
-                TrailerLine
-            }
+            // The trailer section is field lines (RFC 9112 §7.1.2): `name ":"
+            // OWS value OWS`, the name a token. A server must refuse obs-fold,
+            // a line starting with SP or HTAB (§5.2), and whitespace before
+            // the colon (§5.1). Trailers are discarded, but a line the head
+            // parser would refuse is refused here too, not passed by.
+            (TrailerStart | TrailerName, _) if is_tchar(b) => self.trailer_byte(TrailerName)?,
+            (TrailerName, b':') => self.trailer_byte(TrailerValue)?,
+            (TrailerValue, b'\r') => TrailerLf,
+            // field-vchar (VCHAR or obs-text), SP and HTAB.
+            (TrailerValue, _) if b == b'\t' || (b >= 0x20 && b != 0x7f) => self.trailer_byte(TrailerValue)?,
             (TrailerLf, b'\n') => TrailerStart,
             _ => return Err(BodyError::Malformed),
         };
+        Ok(next)
+    }
+
+    /// The state after hex digit `b` of a chunk-size read as `size` so far,
+    /// with `digits` significant digits.
+    fn size_digit(&self, size: u64, digits: u8, b: u8) -> Result<Chunked, BodyError> {
+        // 16 significant hex digits fill a u64; a 17th would overflow.
+        if digits >= 16 {
+            return Err(BodyError::Malformed);
+        }
+        let digit = (b as char).to_digit(16).unwrap_or(0);
+        let size = size << 4 | u64::from(digit);
+        // A chunk whose size alone runs past the limit is refused at the
+        // digit that takes it there: not once the client has sent (or
+        // trickled) that much, nor after the rest of its line, so that the
+        // verdict is the same however the bytes arrive.
+        if self.decoded.saturating_add(size) > self.max {
+            return Err(BodyError::TooLarge);
+        }
+        // Zeros before the first significant digit are not counted.
+        Ok(Chunked::Size { size, digits: if size == 0 { 0 } else { digits + 1 } })
+    }
+
+    /// Counts a byte against [`MAX_CHUNK_FILLER_BYTES`].
+    fn filler_byte(&mut self) -> Result<(), BodyError> {
+        self.filler_bytes += 1;
+        if self.filler_bytes > MAX_CHUNK_FILLER_BYTES {
+            return Err(BodyError::Malformed);
+        }
+        Ok(())
+    }
+
+    /// `next`, after counting a trailer byte against [`MAX_TRAILER_BYTES`].
+    fn trailer_byte(&mut self, next: Chunked) -> Result<Chunked, BodyError> {
+        self.trailer_bytes += 1;
+        if self.trailer_bytes > MAX_TRAILER_BYTES {
+            return Err(BodyError::Malformed);
+        }
         Ok(next)
     }
 }

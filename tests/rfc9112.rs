@@ -355,6 +355,16 @@ fn long_chunk_extension(n: usize) -> Vec<u8> {
     .concat()
 }
 
+/// A chunked request whose first chunk-size, 5, follows `zeros` zeros.
+fn chunk_size_after_zeros(zeros: usize) -> Vec<u8> {
+    [
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".as_slice(),
+        &b"0".repeat(zeros),
+        b"5\r\nhello\r\n0\r\n\r\n",
+    ]
+    .concat()
+}
+
 // Message framing: Content-Length (RFC 9110 §8.6, RFC 9112 §6.3).
 cases! {
     /// RFC 9112 §6.3 ¶3: TE with CL "ought to be handled as an error"; DESIGN
@@ -476,13 +486,19 @@ cases! {
 
 // Chunked coding syntax (RFC 9112 §7.1).
 cases! {
-    /// RFC 9112 §7.1: recipients MUST guard against integer overflow. A
-    /// seventeenth digit would overflow 64 bits, whatever its value.
-    chunk_size_of_seventeen_hex_digits_is_400:
+    /// RFC 9112 §7.1: `chunk-size = 1*HEXDIG`, leading zeros allowed; they
+    /// do not count toward the sixteen digits a 64-bit size holds.
+    chunk_size_of_seventeen_digits_with_leading_zeros_is_accepted:
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
-          00000000000000005\r\nhello\r\n0\r\n\r\n" => [400], Close;
-    /// Long before that, a size past the body limit is refused, at the digit
-    /// that passes it (however the line arrives).
+          00000000000000005\r\nhello\r\n0\r\n\r\n" => [200], KeepAlive;
+    /// Leading zeros carry nothing: a body may send 4 KiB of them (with its
+    /// chunk extensions) and no more, so a run of them cannot go on forever.
+    long_run_of_leading_zeros_within_the_bound_is_accepted: chunk_size_after_zeros(4000) => [200], KeepAlive;
+    very_long_run_of_leading_zeros_is_400: chunk_size_after_zeros(5000) => [400], Close;
+    /// RFC 9112 §7.1: recipients MUST guard against integer overflow. A
+    /// seventeenth significant digit would overflow 64 bits; long before
+    /// that, a size past the body limit is refused, at the digit that passes
+    /// it (however the line arrives).
     chunk_size_past_the_body_limit_is_413:
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
           FFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n" => [413], Close;
@@ -549,6 +565,14 @@ cases! {
     trailer_fields_are_accepted:
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
           5\r\nhello\r\n0\r\nX-Checksum: 1\r\nX-Other: 2\r\n\r\n" => [200], KeepAlive;
+    /// RFC 9112 §7.1.2: the trailer section is field lines; a line that is
+    /// not one is bad framing, and obs-fold a server MUST refuse (§5.2).
+    trailer_line_that_is_not_a_field_line_is_400:
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello\r\n0\r\nnot a field\r\n :fold\r\n\r\n" => [400], Close;
+    obs_fold_in_the_trailer_section_is_400:
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello\r\n0\r\nX-Checksum: 1\r\n 2\r\n\r\n" => [400], Close;
 }
 
 // Request smuggling shapes (RFC 9112 §11.2).

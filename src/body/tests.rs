@@ -53,6 +53,54 @@ fn tolerates_extensions_and_trailers() {
     decodes(b"5\r\nhello\r\n0\r\nExpires: never\r\nX: y\r\n\r\n", b"hello");
 }
 
+/// RFC 9112 §7.1.2: the trailer section is field lines, `field-name ":"
+/// OWS field-value OWS`.
+#[test]
+fn accepts_trailer_field_lines() {
+    decodes(b"0\r\nFoo: bar\r\n\r\n", b"");
+    decodes(b"5\r\nhello\r\n0\r\nFoo: bar\r\n\r\n", b"hello");
+    // Empty values, with or without whitespace.
+    decodes(b"0\r\nFoo:\r\n\r\n", b"");
+    decodes(b"0\r\nFoo: \t \r\n\r\n", b"");
+    // No whitespace, whitespace inside and around, obs-text.
+    decodes(b"0\r\nFoo:bar\r\n\r\n", b"");
+    decodes(b"0\r\nFoo:\t a b\tc \r\n\r\n", b"");
+    decodes(b"0\r\nFoo: caf\xc3\xa9\r\n\r\n", b"");
+    // Every tchar in a name; a value may hold a colon.
+    decodes(b"0\r\n!#$%&'*+-.^_`|~09azAZ: a:b\r\n\r\n", b"");
+    // Several lines.
+    decodes(b"2\r\nhi\r\n0\r\nFoo: bar\r\nX-Empty:\r\nChecksum: 1234\r\n\r\n", b"hi");
+}
+
+/// A trailer line that is not a field line is malformed framing: the same
+/// 400 as the rest of the chunked grammar.
+#[test]
+fn refuses_trailer_lines_that_are_not_field_lines() {
+    // No colon.
+    refuses(b"0\r\nnot a field\r\n\r\n");
+    refuses(b"0\r\nFoo\r\n\r\n");
+    // Whitespace before the colon (RFC 9112 §5.1).
+    refuses(b"0\r\nFoo : bar\r\n\r\n");
+    refuses(b"0\r\nFoo\t: bar\r\n\r\n");
+    // No name, or a name that is not a token.
+    refuses(b"0\r\n: bar\r\n\r\n");
+    refuses(b"0\r\nF(o): bar\r\n\r\n");
+    refuses(b"0\r\nF\xc3\xa9: bar\r\n\r\n");
+    // obs-fold (RFC 9112 §5.2), after a field line or as the first line.
+    refuses(b"0\r\nFoo: bar\r\n :fold\r\n\r\n");
+    refuses(b"0\r\nFoo: bar\r\n\tmore\r\n\r\n");
+    refuses(b"0\r\n :fold\r\n\r\n");
+    refuses(b"0\r\nnot a field\r\n :fold\r\n\r\n");
+    // A control in the value.
+    refuses(b"0\r\nFoo: a\x01b\r\n\r\n");
+    refuses(b"0\r\nFoo: a\0\r\n\r\n");
+    refuses(b"0\r\nFoo: a\x7f\r\n\r\n");
+    refuses(b"0\r\nFoo: a\rb\r\n\r\n");
+    // Lines end in CRLF, as the chunk lines do.
+    refuses(b"0\r\nFoo: bar\n\r\n");
+    refuses(b"0\r\nFoo: bar\r\n\n");
+}
+
 #[test]
 fn refuses_bad_framing() {
     refuses(b"x\r\n");
@@ -74,10 +122,60 @@ fn refuses_bad_framing() {
 #[test]
 fn refuses_chunk_sizes_that_overflow() {
     refuses(b"1ffffffffffffffff\r\n");
-    refuses(b"00000000000000001\r\n");
-    // Sixteen digits still fit.
+    // Seventeen significant digits, whatever zeros lead them.
+    refuses(b"01ffffffffffffffff\r\n");
+    refuses(b"000010000000000000000\r\n");
+    // Sixteen significant digits still fit, with or without leading zeros.
+    for wire in [b"ffffffffffffffff\r\n".as_slice(), b"00000000000000000000ffffffffffffffff\r\n"] {
+        let mut decoder = ChunkedDecoder::new(u64::MAX);
+        assert_eq!(decoder.decode(wire, &mut [0; 1]), Ok((wire.len(), 0)), "{wire:?}");
+        assert_eq!(decoder.state, Chunked::Data { left: u64::MAX });
+    }
+}
+
+/// RFC 9112 §7.1: `chunk-size = 1*HEXDIG`, so leading zeros are allowed,
+/// and they do not count toward the sixteen digits a size may have.
+#[test]
+fn leading_zeros_do_not_count_toward_the_chunk_size_digits() {
+    decodes(b"00000000000000005\r\nhello\r\n0\r\n\r\n", b"hello");
+    decodes(b"0000000000000000000000000005\r\nhello\r\n0\r\n\r\n", b"hello");
+    decodes(b"00000000000000000a\r\n0123456789\r\n00000000000000000\r\n\r\n", b"0123456789");
+    decodes(b"00000000000000000010\r\n0123456789abcdef\r\n0\r\n\r\n", b"0123456789abcdef");
+    decodes(b"000000000000000005;ext=1\r\nhello\r\n00000000000000000;last\r\n\r\n", b"hello");
+    decodes(b"00000000000000002\r\nhi\r\n00000000000000003\r\nabc\r\n0\r\n\r\n", b"hiabc");
+}
+
+/// Leading zeros carry nothing: a body's run of them (past each size's
+/// first digit) spends the bound on filler bytes, so an endless run fails
+/// at a fixed place and not at whatever length the client sends.
+#[test]
+fn a_run_of_leading_zeros_is_bounded() {
+    let hello = b"5\r\nhello\r\n0\r\n\r\n";
+    let mut wire = vec![b'0'; 1 + MAX_CHUNK_FILLER_BYTES];
+    wire.extend_from_slice(hello);
+    decodes(&wire, b"hello");
+    let mut wire = vec![b'0'; 2 + MAX_CHUNK_FILLER_BYTES];
+    wire.extend_from_slice(hello);
+    refuses(&wire);
+    // An endless run, fed a byte at a time: refused at the first zero past
+    // the bound.
     let mut decoder = ChunkedDecoder::new(u64::MAX);
-    assert!(decoder.decode(b"ffffffffffffffff\r\n", &mut [0; 1]).is_ok());
+    let mut used = 0;
+    let error = loop {
+        match decoder.decode(b"0", &mut [0; 8]) {
+            Ok((1, 0)) if used < 1 << 20 => used += 1,
+            other => break other,
+        }
+    };
+    assert_eq!((error, used), (Err(BodyError::Malformed), 1 + MAX_CHUNK_FILLER_BYTES));
+    // The bound is per body, shared with chunk extensions.
+    let mut wire = b"1;".to_vec();
+    wire.resize(2 + MAX_CHUNK_FILLER_BYTES - 3, b'e');
+    wire.extend_from_slice(b"\r\nx\r\n0005\r\nhello\r\n0\r\n\r\n");
+    decodes(&wire, b"xhello");
+    let at = wire.len() - b"05\r\nhello\r\n0\r\n\r\n".len();
+    wire.insert(at, b'0');
+    refuses(&wire);
 }
 
 #[test]
@@ -105,10 +203,18 @@ fn a_chunk_size_past_the_limit_fails_at_the_digit_that_takes_it_there() {
 #[test]
 fn bounds_extensions_and_trailers() {
     let mut wire = b"1;".to_vec();
-    wire.resize(2 + MAX_CHUNK_EXT_BYTES + 1, b'e');
+    wire.resize(2 + MAX_CHUNK_FILLER_BYTES + 1, b'e');
     refuses(&wire);
     let mut wire = b"0\r\nX: ".to_vec();
     wire.resize(5 + MAX_TRAILER_BYTES + 1, b't');
+    refuses(&wire);
+    // The bound counts the trailer lines' bytes, their CRLFs aside: a first
+    // line of all but three, then `Y:z`.
+    let mut wire = b"0\r\nX:".to_vec();
+    wire.resize(3 + MAX_TRAILER_BYTES - 3, b't');
+    wire.extend_from_slice(b"\r\nY:z\r\n\r\n");
+    decodes(&wire, b"");
+    wire.insert(5, b't');
     refuses(&wire);
 }
 
