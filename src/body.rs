@@ -222,7 +222,11 @@ impl ChunkedDecoder {
             }
             (Size { size, digits }, _) if b.is_ascii_hexdigit() => self.size_digit(size, digits, b)?,
             (SizeStart, _) => return Err(BodyError::Malformed),
-            (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => SizeWhitespace { size },
+            // Whitespace before an extension carries nothing either.
+            (Size { size, .. } | SizeWhitespace { size }, b' ' | b'\t') => {
+                self.filler_byte()?;
+                SizeWhitespace { size }
+            }
             (Size { size, .. } | SizeWhitespace { size }, b';') => Extension { size, at: Ext::NameStart },
             (Size { size, .. }, b'\r') => SizeLf { size },
             (Extension { size, at }, _) => {

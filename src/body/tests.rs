@@ -178,6 +178,29 @@ fn a_run_of_leading_zeros_is_bounded() {
     refuses(&wire);
 }
 
+/// Whitespace after a chunk-size (before its extension) is bounded with
+/// the zeros and extensions: an endless run is refused.
+#[test]
+fn a_run_of_whitespace_after_a_chunk_size_is_bounded() {
+    let mut wire = b"5".to_vec();
+    // The extension's name and the CR after it count too.
+    wire.resize(1 + MAX_CHUNK_FILLER_BYTES - 2, b' ');
+    wire.extend_from_slice(b";e\r\nhello\r\n0\r\n\r\n");
+    decodes(&wire, b"hello");
+    wire.insert(1, b'\t');
+    refuses(&wire);
+    let mut decoder = ChunkedDecoder::new(u64::MAX);
+    assert_eq!(decoder.decode(b"5", &mut [0; 8]), Ok((1, 0)));
+    let mut used = 0;
+    let error = loop {
+        match decoder.decode(b" ", &mut [0; 8]) {
+            Ok((1, 0)) if used < 1 << 20 => used += 1,
+            other => break other,
+        }
+    };
+    assert_eq!((error, used), (Err(BodyError::Malformed), MAX_CHUNK_FILLER_BYTES));
+}
+
 #[test]
 fn a_chunk_size_past_the_limit_fails_at_the_digit_that_takes_it_there() {
     let hundred = [b'x'; 100];
