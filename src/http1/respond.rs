@@ -346,11 +346,15 @@ fn write_body<T: Transport, H: ?Sized>(
         }
         Payload::Owned(b) => (Cow::Owned(b), None),
         Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
-        Payload::Reader { reader, .. } => return copy_body(reader, BodyWriter::new(io, out, framing, timeout)),
+        Payload::Reader { reader, .. } => {
+            return streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
+        }
         Payload::Writer(write) => {
-            let mut writer = BodyWriter::new(io, out, framing, timeout);
-            write(&mut writer)?;
-            return writer.finish();
+            return streamed(cx.counters, &cx.peer, || {
+                let mut writer = BodyWriter::new(io, out, framing, timeout);
+                write(&mut writer)?;
+                writer.finish()
+            });
         }
     };
     if file.is_none() && body.len() <= INLINE_BODY {
@@ -358,4 +362,16 @@ fn write_body<T: Transport, H: ?Sized>(
         return Ok(());
     }
     send_with(conn, io, cx, body, file, then).map(drop)
+}
+
+/// Runs a body's own code (a reader's `read`, a stream's closure): a panic
+/// there is an error that cuts this answer short, like one it returns.
+/// The answers queued before it still go out (the connection closes after
+/// them), where a panic left to the worker would drop them with it.
+fn streamed(counters: &Counters, peer: &Peer, send: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    catch_unwind(AssertUnwindSafe(send)).unwrap_or_else(|_| {
+        error!("{peer}: panic while producing a response body; cutting it short");
+        counters.panic();
+        Err(io::Error::other("the body's code panicked"))
+    })
 }

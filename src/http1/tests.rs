@@ -805,6 +805,37 @@ fn a_failing_stream_closure_closes_the_connection() {
     assert_eq!(r.outcomes, [Next::Close]);
 }
 
+/// A body's own code that panics (a stream's closure, a reader's `read`)
+/// cuts its answer short like an error: the answer queued before it still
+/// goes out whole, and the connection closes. (Left to the worker, the
+/// panic dropped the queued answers with the connection.)
+#[test]
+fn a_panicking_body_cuts_its_answer_short_after_the_answers_before_it() {
+    struct Boom;
+    impl std::io::Read for Boom {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            panic!("a reader that panics");
+        }
+    }
+    let handler = |req: &mut Request<'_>| match req.path() {
+        "/stream" => Response::stream(|_| panic!("a stream that panics")),
+        "/reader" => Response::reader(Boom, None),
+        _ => Response::text("hello"),
+    };
+    for path in ["/stream", "/reader"] {
+        let pipelined = format!("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET {path} HTTP/1.1\r\nHost: a\r\n\r\n");
+        let r = run(&handler, &[pipelined.as_bytes()]);
+        let end_of_first = "Content-Length: 5\r\n\r\nhello";
+        let first_end = r.wire.find(end_of_first).expect("the first answer, whole") + end_of_first.len();
+        let second = &r.wire[first_end..];
+        assert!(
+            second.starts_with("HTTP/1.1 200 OK\r\n") && second.ends_with("Transfer-Encoding: chunked\r\n\r\n"),
+            "{path}: {second}"
+        );
+        assert_eq!(r.outcomes, [Next::Close], "{path}");
+    }
+}
+
 #[test]
 fn a_small_body_is_collected_while_parked_before_the_handler_runs() {
     // The transport is not patient: a handler waiting on the socket for body
