@@ -673,16 +673,22 @@ fn is_target_form_of(method: &str, target: &[u8]) -> bool {
     }
 }
 
-/// `scheme "://"`, the scheme a letter then letters, digits, `+`, `-`, `.`
-/// (RFC 3986 §3.1).
+/// `scheme "://" authority …`, the scheme a letter then letters, digits,
+/// `+`, `-`, `.` (RFC 3986 §3.1), the authority's host and port what a
+/// `Host` value may be (it stands for one, RFC 9112 §3.2.2).
 fn is_absolute_form(target: &[u8]) -> bool {
     let Some(colon) = target.iter().position(|&b| b == b':') else {
         return false;
     };
-    let scheme = &target[..colon];
+    let (scheme, rest) = target.split_at(colon);
+    let Some(rest) = rest.strip_prefix(b"://") else {
+        return false;
+    };
+    let authority = rest.split(|&b| matches!(b, b'/' | b'?' | b'#')).next().unwrap_or_default();
+    let host = authority.rsplit(|&b| b == b'@').next().unwrap_or_default();
     scheme.first().is_some_and(u8::is_ascii_alphabetic)
         && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-        && target[colon..].starts_with(b"://")
+        && check_host(host).is_ok()
 }
 
 mod fast;

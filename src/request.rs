@@ -164,6 +164,28 @@ impl<'a> Request<'a> {
         self.target.get(end + 1..).filter(|_| end < self.target.len())
     }
 
+    /// The host the request is for, with its port if one was given
+    /// (`example.com:8080`): the authority of a target in absolute form
+    /// (`http://example.com/a`: `example.com`; a server must take it over
+    /// the `Host` header, RFC 9112 §3.2.2) or in authority form (`CONNECT
+    /// example.com:443`), else the `Host` header. `None` without either (an
+    /// HTTP/1.0 request may have none). Either way it passed the `Host`
+    /// grammar check (RFC 9110 §7.2), or the request was refused.
+    pub fn host(&self) -> Option<&str> {
+        match self.target.as_bytes().first() {
+            Some(b'/') | None => self.header("host"),
+            _ if self.method == "CONNECT" => Some(self.target),
+            _ => match self.target.split_once("://") {
+                Some((_, rest)) => {
+                    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+                    Some(authority.rsplit_once('@').map_or(authority, |(_, host)| host))
+                }
+                // `*`, for `OPTIONS` and the like.
+                None => self.header("host"),
+            },
+        }
+    }
+
     /// The protocol version.
     pub fn version(&self) -> Version {
         self.parsed.version
@@ -336,6 +358,25 @@ mod tests {
             let (t, p, q) = parts(target);
             assert_eq!(t, target);
             assert_eq!((p, q), expect(path, query), "{target}");
+        }
+    }
+
+    /// The host is the target's authority when it has one, else `Host`.
+    #[test]
+    fn host_of_each_target_form() {
+        for (head, host) in [
+            ("GET /a HTTP/1.1\r\nHost: b.example\r\n\r\n", Some("b.example")),
+            ("GET /a HTTP/1.1\r\nHost: b.example:8080\r\n\r\n", Some("b.example:8080")),
+            ("GET http://a.example/x HTTP/1.1\r\nHost: b.example\r\n\r\n", Some("a.example")),
+            ("GET http://a.example:81?q HTTP/1.1\r\nHost: b.example\r\n\r\n", Some("a.example:81")),
+            ("GET http://u:p@a.example/x HTTP/1.1\r\nHost: b\r\n\r\n", Some("a.example")),
+            ("GET http://a.example HTTP/1.1\r\nHost: b\r\n\r\n", Some("a.example")),
+            ("CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n", Some("a.example:443")),
+            ("OPTIONS * HTTP/1.1\r\nHost: b.example\r\n\r\n", Some("b.example")),
+            ("GET / HTTP/1.0\r\n\r\n", None),
+        ] {
+            let got = with_request(head.as_bytes(), |req| req.host().map(str::to_owned));
+            assert_eq!(got.as_deref(), host, "{head:?}");
         }
     }
 
