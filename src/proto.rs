@@ -100,6 +100,8 @@ pub(crate) const FIELD_TEXT: u8 = 4;
 /// a comma aside): most `Host` values are these alone (`%`, `:`, `[` and
 /// `]` are the parser's to judge in context).
 pub(crate) const HOST_TEXT: u8 = 8;
+/// `0`–`9`: a port's bytes.
+pub(crate) const DIGIT: u8 = 16;
 
 static CLASSES: [u8; 256] = {
     let mut table = [0; 256];
@@ -118,8 +120,11 @@ static CLASSES: [u8; 256] = {
                 b,
                 b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b';' | b'='
             );
-        table[i] =
-            (tchar as u8 * TCHAR) | (vchar as u8 * VCHAR) | (field as u8 * FIELD_TEXT) | (host as u8 * HOST_TEXT);
+        table[i] = (tchar as u8 * TCHAR)
+            | (vchar as u8 * VCHAR)
+            | (field as u8 * FIELD_TEXT)
+            | (host as u8 * HOST_TEXT)
+            | (b.is_ascii_digit() as u8 * DIGIT);
         i += 1;
     }
     table
@@ -155,9 +160,9 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
 
 #[cfg(test)]
 mod class_tests {
-    use super::{CLASSES, FIELD_TEXT, HOST_TEXT, TCHAR, VCHAR, skip};
+    use super::{CLASSES, DIGIT, FIELD_TEXT, HOST_TEXT, TCHAR, VCHAR, skip};
 
-    const ALL: [u8; 4] = [TCHAR, VCHAR, FIELD_TEXT, HOST_TEXT];
+    const ALL: [u8; 5] = [TCHAR, VCHAR, FIELD_TEXT, HOST_TEXT, DIGIT];
 
     /// Each class as the RFCs (and the `Host` check) define it.
     fn defined(class: u8, b: u8) -> bool {
@@ -166,6 +171,7 @@ mod class_tests {
             VCHAR => (0x21..=0x7e).contains(&b),
             FIELD_TEXT => (0x21..=0x7e).contains(&b) || b == b' ' || b == b'\t',
             HOST_TEXT => b.is_ascii_alphanumeric() || b"-._~!$&'()*+;=".contains(&b),
+            DIGIT => b.is_ascii_digit(),
             _ => unreachable!(),
         }
     }

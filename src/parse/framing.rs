@@ -4,7 +4,7 @@
 //! `Expect` (RFC 9110 §10.1.1).
 
 use super::{ConnectionOption, Limits, ParseError};
-use crate::proto::{BodyKind, HOST_TEXT, Version, is_token, parse_decimal, skip, tokens};
+use crate::proto::{BodyKind, DIGIT, HOST_TEXT, Version, is_token, parse_decimal, skip, tokens};
 
 /// The framing-relevant headers seen so far.
 #[derive(Default)]
@@ -160,12 +160,12 @@ fn is_known_coding(coding: &[u8]) -> bool {
 /// name that means one host here and another to a proxy or a cache is how
 /// requests reach the wrong virtual host. Stricter than the grammar in one
 /// way: a comma (two values folded into one line) is refused.
-#[inline]
+#[inline(always)]
 pub(super) fn check_host(value: &[u8]) -> Result<(), ParseError> {
     match skip(value, 0, HOST_TEXT) {
         None => Ok(()),
         // `name:port`, the usual other form.
-        Some(i) if value[i] == b':' && value[i + 1..].iter().all(u8::is_ascii_digit) => Ok(()),
+        Some(i) if value[i] == b':' && skip(value, i + 1, DIGIT).is_none() => Ok(()),
         Some(_) if host_rare_forms(value) => Ok(()),
         Some(_) => Err(ParseError::Malformed("invalid Host")),
     }
