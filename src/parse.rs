@@ -664,9 +664,14 @@ pub(crate) fn is_known_method(method: &[u8]) -> bool {
 fn is_target_form_of(method: &str, target: &[u8]) -> bool {
     match target {
         [b'/', ..] => method != "CONNECT",
+        // `host ":" port`, the port not optional here (§3.2.3).
         _ if method == "CONNECT" => {
-            let port = target.iter().rposition(|&b| b == b':').map_or(&[][..], |colon| &target[colon + 1..]);
-            !port.is_empty() && port.len() < target.len() - 1 && check_host(target).is_ok()
+            let colon = match target {
+                [b'[', ..] => target.iter().position(|&b| b == b']').map(|close| close + 1),
+                _ => target.iter().rposition(|&b| b == b':'),
+            };
+            let has_port = colon.is_some_and(|c| c > 0 && target.get(c) == Some(&b':') && c + 1 < target.len());
+            has_port && check_host(target).is_ok()
         }
         b"*" => !matches!(method, "GET" | "HEAD" | "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE"),
         _ => is_absolute_form(target),
@@ -686,8 +691,11 @@ fn is_absolute_form(target: &[u8]) -> bool {
     };
     let authority = rest.split(|&b| matches!(b, b'/' | b'?' | b'#')).next().unwrap_or_default();
     let host = authority.rsplit(|&b| b == b'@').next().unwrap_or_default();
+    // An empty host is refused too (RFC 9110 §4.2.1 for `http`).
+    let name = host.split(|&b| b == b':').next().unwrap_or_default();
     scheme.first().is_some_and(u8::is_ascii_alphabetic)
         && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        && !name.is_empty()
         && check_host(host).is_ok()
 }
 

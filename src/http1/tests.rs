@@ -1737,7 +1737,10 @@ fn at_shutdown_empty_lines_in_the_first_turn_begin_no_head() {
 /// A request and the end of stream that arrive before the worker reads,
 /// in one readiness event: the short read takes the request, not the end,
 /// and no later event will report it. The request is answered, then the
-/// connection reads on to the end and closes instead of parking.
+/// connection reads on to the end and closes instead of parking. (This is
+/// the loop's part, given a transport that says a short read may not have
+/// drained it; the engine's part, carrying the event's flag to the socket,
+/// is tested in `shared::slots` and over a real socket in `tests/faults.rs`.)
 #[test]
 fn a_request_and_the_end_of_stream_in_one_event_are_answered_then_closed() {
     let mut s = Served::new(&hello);

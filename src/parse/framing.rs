@@ -179,10 +179,7 @@ fn host_rare_forms(value: &[u8]) -> bool {
         let Some(close) = literal.iter().position(|&b| b == b']') else {
             return false;
         };
-        // IPv6 (hex digits, colons, dots), IPvFuture (`v`, hex, `.`, then
-        // unreserved, sub-delims and colons), a zone id (`%25…`, RFC 6874).
-        let inside = &literal[..close];
-        if inside.is_empty() || !is_reg_name(inside, true) {
+        if !is_ip_literal(&literal[..close]) {
             return false;
         }
         match &literal[close + 1..] {
@@ -197,6 +194,35 @@ fn host_rare_forms(value: &[u8]) -> bool {
         }
     };
     is_reg_name(host, false) && port.iter().all(u8::is_ascii_digit)
+}
+
+/// What goes between the brackets of an IP literal (RFC 3986 §3.2.2):
+/// IPvFuture (`v`, hex digits, `.`, then unreserved, sub-delims and
+/// colons), or IPv6 (hex digits, colons, dots: not a name), which may end in
+/// a zone id after `%` (RFC 6874: `%25eth0`, or as some clients send it,
+/// `%eth0`).
+fn is_ip_literal(inside: &[u8]) -> bool {
+    match inside {
+        [b'v' | b'V', rest @ ..] => {
+            let Some(dot) = rest.iter().position(|&b| b == b'.') else {
+                return false;
+            };
+            let (version, after) = (&rest[..dot], &rest[dot + 1..]);
+            !version.is_empty()
+                && version.iter().all(u8::is_ascii_hexdigit)
+                && !after.is_empty()
+                && is_reg_name(after, true)
+        }
+        _ => {
+            let (address, zone) = match inside.iter().position(|&b| b == b'%') {
+                Some(at) => (&inside[..at], Some(&inside[at + 1..])),
+                None => (inside, None),
+            };
+            address.contains(&b':')
+                && address.iter().all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+                && zone.is_none_or(|zone| !zone.is_empty() && zone.iter().all(|&b| is_host_byte(b) || b == b'%'))
+        }
+    }
 }
 
 /// `*( unreserved / pct-encoded / sub-delims )` (a comma aside), and

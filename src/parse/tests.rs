@@ -575,6 +575,9 @@ fn host_values_are_checked_by_their_grammar() {
         b"[2001:db8::7]:",
         b"[v1.fe:x]",
         b"[fe80::1%25eth0]",
+        b"[fe80::1%eth0]:8080",
+        b"[::ffff:1.2.3.4]",
+        b"[V7.x:y]",
     ];
     let invalid: &[&[u8]] = &[
         b"a:b",
@@ -598,6 +601,11 @@ fn host_values_are_checked_by_their_grammar() {
         b"a[b]",
         b"caf\xc3\xa9",
         b"a\tb",
+        b"[example.com]",
+        b"[1.2.3.4]",
+        b"[fe80::1%]",
+        b"[v.x]",
+        b"[v1.]",
     ];
     for (host, ok) in valid.iter().map(|h| (h, true)).chain(invalid.iter().map(|h| (h, false))) {
         let head = [&b"GET / HTTP/1.1\r\nHost: "[..], host, b"\r\n\r\n"].concat();
@@ -648,6 +656,11 @@ fn a_target_must_have_a_form_its_method_takes() {
         b"CONNECT :443 HTTP/1.1",
         b"CONNECT http://a:443 HTTP/1.1",
         b"CONNECT a b:443 HTTP/1.1",
+        b"CONNECT [::1] HTTP/1.1",
+        b"CONNECT [::1]: HTTP/1.1",
+        b"GET http:///x HTTP/1.1",
+        b"GET http://:80/x HTTP/1.1",
+        b"GET http://[example.com]/ HTTP/1.1",
     ];
     for (line, ok) in valid.iter().map(|l| (l, true)).chain(invalid.iter().map(|l| (l, false))) {
         let head = [*line, b"\r\nHost: a\r\n\r\n"].concat();
