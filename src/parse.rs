@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 
 use framing::{FramingHeaders, check_host};
 
-use crate::proto::{BodyKind, VCHAR, Version, is_token, skip, trim};
+use crate::proto::{BodyKind, VCHAR, Version, is_scheme, is_token, skip, trim};
 
 /// Work done on this thread, for tests that bound it.
 #[cfg(test)]
@@ -678,8 +678,7 @@ fn is_target_form_of(method: &str, target: &[u8]) -> bool {
     }
 }
 
-/// `scheme "://" authority …`, the scheme a letter then letters, digits,
-/// `+`, `-`, `.` (RFC 3986 §3.1), the authority's host and port what a
+/// `scheme "://" authority …`, the authority's host and port what a
 /// `Host` value may be (it stands for one, RFC 9112 §3.2.2).
 fn is_absolute_form(target: &[u8]) -> bool {
     let Some(colon) = target.iter().position(|&b| b == b':') else {
@@ -693,10 +692,7 @@ fn is_absolute_form(target: &[u8]) -> bool {
     let host = authority.rsplit(|&b| b == b'@').next().unwrap_or_default();
     // An empty host is refused too (RFC 9110 §4.2.1 for `http`).
     let name = host.split(|&b| b == b':').next().unwrap_or_default();
-    scheme.first().is_some_and(u8::is_ascii_alphabetic)
-        && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-        && !name.is_empty()
-        && check_host(host).is_ok()
+    is_scheme(scheme) && !name.is_empty() && check_host(host).is_ok()
 }
 
 mod fast;

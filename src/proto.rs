@@ -85,7 +85,19 @@ pub(crate) fn any_byte(bytes: &[u8], wanted: impl Fn(u8) -> bool) -> bool {
 /// name the head parser reads.
 #[inline]
 pub(crate) fn is_tchar(b: u8) -> bool {
-    CLASSES[usize::from(b)] & TCHAR != 0
+    is_of(b, TCHAR)
+}
+
+/// Whether `b` is of `class` (a bit of the table below).
+#[inline]
+pub(crate) fn is_of(b: u8, class: u8) -> bool {
+    CLASSES[usize::from(b)] & class != 0
+}
+
+/// RFC 3986 §3.1 `scheme`: a letter, then letters, digits, `+`, `-`, `.`.
+pub(crate) fn is_scheme(scheme: &[u8]) -> bool {
+    scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
 }
 
 /// Byte classes for the scans over a head ([`skip`]): one table, a bit

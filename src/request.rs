@@ -4,7 +4,7 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 
 use crate::net::Peer;
-use crate::proto::Version;
+use crate::proto::{Version, is_scheme};
 
 use crate::body::{Body, BodyError};
 use crate::error::{Error, ErrorKind};
@@ -28,10 +28,7 @@ fn question_mark(target: &str) -> Option<usize> {
 #[cold]
 fn absolute_path(target: &str) -> &str {
     let Some(colon) = target.find("://") else { return target };
-    let scheme = &target.as_bytes()[..colon];
-    let is_scheme = scheme.first().is_some_and(u8::is_ascii_alphabetic)
-        && scheme.iter().all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-    if !is_scheme {
+    if !is_scheme(&target.as_bytes()[..colon]) {
         return target;
     }
     match target[colon + 3..].find('/') {

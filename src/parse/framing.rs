@@ -4,7 +4,7 @@
 //! `Expect` (RFC 9110 §10.1.1).
 
 use super::{ConnectionOption, Limits, ParseError};
-use crate::proto::{BodyKind, DIGIT, HOST_TEXT, Version, is_token, parse_decimal, skip, tokens};
+use crate::proto::{BodyKind, DIGIT, HOST_TEXT, Version, is_of, is_token, parse_decimal, skip, tokens};
 
 /// The framing-relevant headers seen so far.
 #[derive(Default)]
@@ -240,5 +240,5 @@ fn is_reg_name(mut name: &[u8], colons: bool) -> bool {
 }
 
 fn is_host_byte(b: u8) -> bool {
-    skip(&[b], 0, HOST_TEXT).is_none()
+    is_of(b, HOST_TEXT)
 }
