@@ -37,6 +37,21 @@ fn refuses(wire: &[u8]) {
     }
 }
 
+/// Feeds `start`, then `byte` one at a time until the decoder stops taking
+/// it (or 1 MiB of them): what it answered then, and how many it took.
+fn endless(start: &[u8], byte: u8) -> (Result<(usize, usize), BodyError>, usize) {
+    let mut decoder = ChunkedDecoder::new(u64::MAX);
+    assert_eq!(decoder.decode(start, &mut [0; 8]), Ok((start.len(), 0)));
+    let mut used = 0;
+    let error = loop {
+        match decoder.decode(&[byte], &mut [0; 8]) {
+            Ok((1, 0)) if used < 1 << 20 => used += 1,
+            other => break other,
+        }
+    };
+    (error, used)
+}
+
 #[test]
 fn decodes_plain_chunks() {
     decodes(b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", b"hello world");
@@ -159,15 +174,7 @@ fn a_run_of_leading_zeros_is_bounded() {
     refuses(&wire);
     // An endless run, fed a byte at a time: refused at the first zero past
     // the bound.
-    let mut decoder = ChunkedDecoder::new(u64::MAX);
-    let mut used = 0;
-    let error = loop {
-        match decoder.decode(b"0", &mut [0; 8]) {
-            Ok((1, 0)) if used < 1 << 20 => used += 1,
-            other => break other,
-        }
-    };
-    assert_eq!((error, used), (Err(BodyError::Malformed), 1 + MAX_CHUNK_FILLER_BYTES));
+    assert_eq!(endless(b"", b'0'), (Err(BodyError::Malformed), 1 + MAX_CHUNK_FILLER_BYTES));
     // The bound is per body, shared with chunk extensions.
     let mut wire = b"1;".to_vec();
     wire.resize(2 + MAX_CHUNK_FILLER_BYTES - 3, b'e');
@@ -189,16 +196,7 @@ fn a_run_of_whitespace_after_a_chunk_size_is_bounded() {
     decodes(&wire, b"hello");
     wire.insert(1, b'\t');
     refuses(&wire);
-    let mut decoder = ChunkedDecoder::new(u64::MAX);
-    assert_eq!(decoder.decode(b"5", &mut [0; 8]), Ok((1, 0)));
-    let mut used = 0;
-    let error = loop {
-        match decoder.decode(b" ", &mut [0; 8]) {
-            Ok((1, 0)) if used < 1 << 20 => used += 1,
-            other => break other,
-        }
-    };
-    assert_eq!((error, used), (Err(BodyError::Malformed), MAX_CHUNK_FILLER_BYTES));
+    assert_eq!(endless(b"5", b' '), (Err(BodyError::Malformed), MAX_CHUNK_FILLER_BYTES));
 }
 
 #[test]
