@@ -5,7 +5,9 @@
 //! concurrency testing. The network is simulated in memory as the kernel
 //! behaves: edge-triggered readiness (an arrival on a registered connection
 //! queues one event for its seat; registering a connection with bytes
-//! already in queues one too), reads that take everything there is.
+//! already in queues one too, with the read-closed flag when the client's
+//! end of stream is in), reads that take every byte there is and the end of
+//! stream only once an event has said it came (a short read's rule).
 //!
 //! The workers and the monitor here make the same [`Engine`] calls as
 //! `pool.rs` and `monitor.rs`; only the connection is a stand-in ([`Fake`]).
@@ -18,7 +20,9 @@
 //! check was seen to fail with its bug put back: a readiness edge dropped
 //! for a connection a worker holds (`Slots::wake`), an adoption without its
 //! wake-up (`Engine::hand_over`), a stuck seat not polled at the bound
-//! (`Engine::poll_for_busy_workers`). Run by `ci/test.sh`:
+//! (`Engine::poll_for_busy_workers`), an event's end-of-stream flag dropped
+//! on any of its four paths in `Slots` (parked, held, queued, parking).
+//! Run by `ci/test.sh`:
 //!
 //! ```sh
 //! RUSTFLAGS="--cfg httpool_shuttle" cargo test --lib shared::model
@@ -42,6 +46,10 @@ struct Fake {
     seat: usize,
     /// Its index in the simulated network.
     id: usize,
+    /// An event said its input has ended: it reads on to the end of
+    /// stream (else a read that takes every byte there is ends its turn,
+    /// as a short read does, with the end of stream left unread).
+    told_end: bool,
 }
 
 impl Occupant for Fake {
@@ -56,17 +64,25 @@ impl Occupant for Fake {
     fn seat(&self) -> usize {
         self.seat
     }
+
+    fn input_ended(&mut self) {
+        self.told_end = true;
+    }
 }
 
 /// The simulated kernel: per connection, bytes arrived and not read, and
 /// the seat it is registered with; per seat, readiness events not yet
-/// polled.
+/// polled (each with its read-closed flag).
 #[derive(Default)]
 struct Net {
     unread: Vec<u32>,
+    /// The client's end of stream has arrived.
+    fin: Vec<bool>,
+    /// A worker read the end of stream and closed the connection.
+    closed: Vec<bool>,
     registered: Vec<Option<Token>>,
     seat_of: Vec<usize>,
-    events: Vec<Vec<Token>>,
+    events: Vec<Vec<(Token, bool)>>,
     /// Bytes read by workers, per connection.
     served: Vec<u32>,
     /// Requests the gate holds: a handler waits while its connection is
@@ -91,6 +107,8 @@ impl World {
     fn new(seats: usize, conns: usize, core: usize, max: usize) -> Arc<World> {
         let net = Net {
             unread: vec![0; conns],
+            fin: vec![false; conns],
+            closed: vec![false; conns],
             registered: vec![None; conns],
             seat_of: (0..conns).map(|c| c % seats).collect(),
             events: vec![Vec::new(); seats],
@@ -111,7 +129,7 @@ impl World {
     /// worker first parks it (as after the accept on other systems).
     fn admit(&self, id: usize, first_bytes: bool) {
         let seats = self.net.lock().unwrap().events.len();
-        let make = |(slot, generation), _| Fake { slot, generation, seat: id % seats, id };
+        let make = |(slot, generation), _| Fake { slot, generation, seat: id % seats, id, told_end: false };
         if first_bytes {
             self.net.lock().unwrap().unread[id] += 1;
             assert!(self.engine.admit(make, Some(id % seats)).is_none());
@@ -124,11 +142,24 @@ impl World {
     /// The client sends a byte on `id`: with the connection registered,
     /// the kernel queues a readiness event for its seat.
     fn send(&self, id: usize) {
+        self.arrive(id, false);
+    }
+
+    /// The client sends its last byte on `id` and closes its side: both
+    /// arrive before the seat polls, so one event reports them, and only
+    /// its read-closed flag tells of the end.
+    fn send_last(&self, id: usize) {
+        self.arrive(id, true);
+    }
+
+    fn arrive(&self, id: usize, fin: bool) {
         let mut net = self.net.lock().unwrap();
         net.unread[id] += 1;
+        net.fin[id] |= fin;
         if let Some(token) = net.registered[id] {
             let seat = net.seat_of[id];
-            net.events[seat].push(token);
+            let ended = net.fin[id];
+            net.events[seat].push((token, ended));
         }
         self.changed.notify_all();
     }
@@ -143,14 +174,14 @@ impl World {
         net.nudged[seat] = false;
         let events = std::mem::take(&mut net.events[seat]);
         drop(net);
-        self.engine.deliver(seat, events.iter().map(|&token| (token, false)), true);
+        self.engine.deliver(seat, events.iter().copied(), true);
         self.delivered(&events);
     }
 
     /// The monitor polls `seat` without waiting.
     fn poll_now(&self, seat: usize) {
         let events = std::mem::take(&mut self.net.lock().unwrap().events[seat]);
-        self.engine.deliver(seat, events.iter().map(|&token| (token, false)), false);
+        self.engine.deliver(seat, events.iter().copied(), false);
         self.delivered(&events);
     }
 
@@ -171,23 +202,27 @@ impl World {
     }
 
     /// Notes events handed to the engine.
-    fn delivered(&self, events: &[Token]) {
+    fn delivered(&self, events: &[(Token, bool)]) {
         if !events.is_empty() {
-            self.net.lock().unwrap().delivered.extend_from_slice(events);
+            self.net.lock().unwrap().delivered.extend(events.iter().map(|&(token, _)| token));
             self.changed.notify_all();
         }
     }
 
     /// A worker serves `conn`: reads all there is (its handler waits while
-    /// the gate holds it).
-    fn serve(&self, conn: &Fake) {
+    /// the gate holds it), and the end of stream when it was told of one.
+    /// True when it read the end: the connection closes.
+    fn serve(&self, conn: &Fake) -> bool {
         let mut net = self.net.lock().unwrap();
         while net.gated.contains(&conn.id) {
             net = self.changed.wait(net).unwrap();
         }
         let bytes = std::mem::take(&mut net.unread[conn.id]);
         net.served[conn.id] += bytes;
+        let ends = conn.told_end && net.fin[conn.id];
+        net.closed[conn.id] |= ends;
         self.changed.notify_all();
+        ends
     }
 
     /// A park registers the connection with its seat the first time; the
@@ -201,9 +236,10 @@ impl World {
         }
         let token = token(conn.slot, conn.generation);
         net.registered[conn.id] = Some(token);
-        if net.unread[conn.id] > 0 {
+        if net.unread[conn.id] > 0 || net.fin[conn.id] {
             let seat = net.seat_of[conn.id];
-            net.events[seat].push(token);
+            let ended = net.fin[conn.id];
+            net.events[seat].push((token, ended));
             self.changed.notify_all();
         }
     }
@@ -212,6 +248,14 @@ impl World {
     fn wait_served_one(&self, id: usize) {
         let mut net = self.net.lock().unwrap();
         while net.served[id] < 1 {
+            net = self.changed.wait(net).unwrap();
+        }
+    }
+
+    /// Waits until every connection has been closed at its end of stream.
+    fn wait_closed(&self) {
+        let mut net = self.net.lock().unwrap();
+        while !net.closed.iter().all(|&c| c) {
             net = self.changed.wait(net).unwrap();
         }
     }
@@ -249,7 +293,10 @@ fn worker(world: Arc<World>, mut seat: usize) {
     world.engine.arrive(seat);
     while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s| world.poll(s)) {
         loop {
-            world.serve(&conn);
+            if world.serve(&conn) {
+                world.engine.free(conn.slot);
+                break;
+            }
             world.register(&conn);
             match world.engine.park(conn, false) {
                 Parking::Done => break,
@@ -300,6 +347,36 @@ fn no_byte_is_left_unread() {
     };
     client.join().unwrap();
     world.wait_served(BYTES);
+    world.shut_down();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+}
+
+/// A client's last bytes and its end of stream reported by one event, and
+/// no later one, wherever the event finds the connection (parked, in a
+/// ready list, held by a worker): the end reaches the connection, which
+/// reads it and closes. Lost on any path, the connection stays parked with
+/// the end unread, and the check deadlocks.
+fn the_end_of_stream_reaches_the_connection() {
+    const SEATS: usize = 2;
+    const CONNS: usize = 3;
+    let world = World::new(SEATS, CONNS, 2, 2);
+    for id in 0..CONNS {
+        world.admit(id, true);
+    }
+    let workers = start_workers(&world, 2, SEATS);
+    let client = {
+        let world = world.clone();
+        thread::spawn(move || {
+            for id in 0..CONNS {
+                world.send(id);
+            }
+            for id in 0..CONNS {
+                world.send_last(id);
+            }
+        })
+    };
+    client.join().unwrap();
+    world.wait_closed();
     world.shut_down();
     workers.into_iter().for_each(|w| w.join().unwrap());
 }
@@ -444,6 +521,12 @@ fn an_adoption_is_not_lost_to_a_retiring_worker() {
 fn model_no_byte_is_left_unread() {
     shuttle::check_random(no_byte_is_left_unread, 3000);
     shuttle::check_pct(no_byte_is_left_unread, 3000, 3);
+}
+
+#[test]
+fn model_the_end_of_stream_reaches_the_connection() {
+    shuttle::check_random(the_end_of_stream_reaches_the_connection, 3000);
+    shuttle::check_pct(the_end_of_stream_reaches_the_connection, 3000, 3);
 }
 
 #[test]
