@@ -465,6 +465,41 @@ fn a_client_slow_to_read_a_large_answer_holds_no_worker() {
     assert!(server.shutdown());
 }
 
+/// A streamed body that fails after a large answer, with the next request
+/// still unread in the socket: closed at once, the kernel would reset the
+/// connection and drop the part of the large answer still in its send
+/// queue. The close lingers instead: the client reads the large answer
+/// whole, then the cut one, then the end of stream.
+#[test]
+fn a_body_failing_behind_a_large_answer_does_not_reset_it() {
+    const BIG: usize = 8 << 20;
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .spawn(|req: &mut Request| match req.path() {
+            "/big" => Response::bytes(vec![b'z'; BIG]),
+            "/fail" => Response::stream(|w| {
+                w.write_all(b"part")?;
+                Err(std::io::Error::other("the source failed"))
+            }),
+            _ => Response::text("ok"),
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    // The third request is longer than a read takes: part of it stays in
+    // the socket.
+    let pad = "p".repeat(64 << 10);
+    let third = format!("GET / HTTP/1.1\r\nHost: a\r\nX-Pad: {pad}\r\n\r\n");
+    send(&mut conn, &[get("/big"), get("/fail"), third.into_bytes()].concat());
+    let big = read_reply(&mut conn, false).expect("the large answer, whole");
+    assert_eq!(big.body.len(), BIG);
+    let mut rest = Vec::new();
+    conn.read_to_end(&mut rest).expect("the end of stream, not a reset");
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.starts_with("HTTP/1.1 200 OK\r\n") && rest.ends_with("\r\n4\r\npart\r\n"), "{rest}");
+    drop(conn);
+    assert!(server.shutdown());
+}
+
 #[test]
 fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     let server = Server::bind("127.0.0.1:0")

@@ -9,12 +9,13 @@ use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, after, earliest
 use crate::io::{Ready, Transport, now};
 
 /// Closes after the answers queued: once the client has taken them (the
-/// connection parks meanwhile). After a whole answer (`answered`), input
-/// the client sent that the worker has not read — requests pipelined behind
-/// a `Connection: close` — would turn the close into a reset that can
-/// destroy the answer: when a read finds any, the close lingers instead.
-/// (After an answer cut short, or the end of the client's stream, it closes
-/// at once.)
+/// connection parks meanwhile). After an answer (`answered`: whole, or cut
+/// short by a failing body), input the client sent that the worker has not
+/// read — requests pipelined behind a `Connection: close`, or behind the
+/// cut answer — would turn the close into a reset that can destroy the
+/// answers the client has not read: when a read finds any, the close
+/// lingers instead. (After the end of the client's stream, or a failed
+/// read of its body, it closes at once.)
 pub(super) fn close<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,

@@ -50,8 +50,8 @@ pub(crate) enum Then {
     Close,
     /// Close, but the client may still be sending: a lingering close.
     Linger,
-    /// The answer could not be finished (the client went away, a streamed
-    /// body failed): close once what is queued is out, without lingering.
+    /// The client went away (its request body could not be read): close
+    /// once what is queued is out, without lingering.
     Abort,
 }
 

@@ -76,8 +76,13 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     };
     let body = std::mem::replace(&mut resp.body, Payload::Static(b""));
     if let Err(e) = write_body(conn, io, cx, body, framing, then) {
+        // The answer is cut short: by the socket, or by the body's own
+        // code, with the socket sound and requests maybe still unread
+        // behind this one. The close lingers over those (a close with
+        // input unread resets the connection, and the reset can destroy
+        // the answers queued before this one); a failed socket has none.
         write_failed(cx, &e);
-        return Then::Abort;
+        return Then::Close;
     }
     then
 }

@@ -797,12 +797,17 @@ fn a_stream_closure_writes_chunks_for_http11_and_raw_for_http10() {
     assert!(r.wire.ends_with("Connection: close\r\n\r\ndata: 1\n\ndata: 2\n\n"), "{}", r.wire);
 }
 
+/// A stream that fails cuts its answer short and closes the connection:
+/// at once when nothing else came, lingering over a request behind it.
 #[test]
 fn a_failing_stream_closure_closes_the_connection() {
     let handler = |_: &mut Request<'_>| Response::stream(|_| Err(std::io::ErrorKind::Other.into()));
-    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(r.wire.matches("HTTP/1.1 200").count(), 1);
     assert_eq!(r.outcomes, [Next::Close]);
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    assert_eq!(r.wire.matches("HTTP/1.1 200").count(), 1);
+    assert!(r.lingering, "{:?}", r.outcomes);
 }
 
 /// A body's own code that panics (a stream's closure, a reader's `read`)
@@ -833,6 +838,35 @@ fn a_panicking_body_cuts_its_answer_short_after_the_answers_before_it() {
             "{path}: {second}"
         );
         assert_eq!(r.outcomes, [Next::Close], "{path}");
+    }
+}
+
+/// A body that fails mid-answer with requests still unread in the socket
+/// (more than a read takes) closes lingering: closed at once, the kernel
+/// would reset the connection, and the reset can destroy the answers the
+/// client has not read yet, the whole ones queued before the cut one too.
+/// (The driver fails a run that closes with input unread.)
+#[test]
+fn a_body_failing_mid_answer_lingers_over_requests_still_unread() {
+    let handler = |req: &mut Request<'_>| match req.path() {
+        "/stream" => Response::stream(|w| {
+            std::io::Write::write_all(w, b"part")?;
+            Err(std::io::Error::other("the source failed"))
+        }),
+        "/panics" => Response::stream(|_| panic!("a stream that panics")),
+        _ => Response::text("hello"),
+    };
+    let pad = "p".repeat(Config::default().read_buffer_size());
+    for path in ["/stream", "/panics"] {
+        let pipelined = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET {path} HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-Pad: {pad}\r\n\r\n"
+        );
+        let r = run_with(Config::default(), &handler, &[pipelined.as_bytes()], true);
+        assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "{path}: {}", r.wire);
+        assert!(r.wire.contains("Content-Length: 5\r\n\r\nhello"), "{path}: the first answer, whole");
+        assert_eq!(r.wire.matches("HTTP/1.1 ").count(), 2, "{path}: nothing after the cut answer");
+        assert_eq!(r.requests, 2, "{path}");
+        assert_eq!(r.outcomes.last(), Some(&Next::Close), "{path}");
     }
 }
 

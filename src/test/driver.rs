@@ -100,7 +100,17 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
             let next = self.serve(io);
             self.outcomes.push(next);
             match next {
-                Next::Close => return Ended { closed: true, awaits_request: false },
+                Next::Close => {
+                    // Closing a socket with input unread makes the kernel
+                    // reset the connection, and a reset can destroy the
+                    // answers the client has not read yet.
+                    assert!(
+                        io.current.is_empty() || io.written.is_empty(),
+                        "closed with {} bytes unread: a reset under the answers",
+                        io.current.len()
+                    );
+                    return Ended { closed: true, awaits_request: false };
+                }
                 Next::Yield => {}
                 Next::Park if self.is_sending() => {
                     // The client reads on; what it sends meanwhile waits in
