@@ -295,7 +295,9 @@ impl Response {
     /// HTTP/1.1 clients, close-delimited to HTTP/1.0). Call
     /// [`flush`](std::io::Write::flush) on the writer to push what was
     /// written so far to the client — e.g. after each server-sent event. An
-    /// error from `write` closes the connection.
+    /// error from `write` (or a panic in it) cuts the answer short: the
+    /// answers before it still reach the client, then the connection closes
+    /// (the client sees the body end unfinished).
     ///
     /// ```
     /// use std::io::Write;
