@@ -637,9 +637,15 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
         Ok(true) => {}
         Ok(false) => return Some(pause(conn, cx, Next::Park)),
         Err(e) => {
+            // The answer is cut short: by the socket, or by its file (read
+            // failing, or shorter than its length) with the socket sound
+            // and requests maybe still unread behind it. As when a body
+            // fails at once (`respond`), the close lingers over those: a
+            // close with input unread resets the connection, and the reset
+            // can destroy the answers queued before this one.
             write_failed(cx, &e);
             conn.phase.sent();
-            return Some(pause(conn, cx, Next::Close));
+            return Some(close(conn, io, cx, true));
         }
     }
     conn.phase.sent();

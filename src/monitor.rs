@@ -11,17 +11,14 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::date::DateCache;
-use crate::encode::encode_error;
 use crate::http1::Expiry;
 use crate::pool::Workers;
 use crate::shared::slots::Timer;
-use crate::shared::{Connection, HandOver, Shared};
+use crate::shared::{HandOver, Shared};
 use crate::sys;
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
@@ -70,7 +67,6 @@ pub(crate) struct Monitor {
     /// For each seat, the looks in a row that found it stuck with its
     /// worker running or waiting for a CPU.
     computing: Vec<u32>,
-    date: DateCache,
     /// When the monitor first saw that the last extra thread retired.
     retired_seen: Option<Instant>,
 }
@@ -93,7 +89,6 @@ impl Monitor {
             // thread is started for it meanwhile.
             seen: vec![u64::MAX; seats],
             computing: vec![0; seats],
-            date: DateCache::new(),
             retired_seen: None,
         }
     }
@@ -216,7 +211,7 @@ impl Monitor {
     }
 
     /// Closes parked connections whose deadline passed; one still sending
-    /// its head gets `408` first (see [`Expiry`]).
+    /// its head goes back to its worker, to be answered `408` (see [`Expiry`]).
     fn expire(&mut self, now: Instant) {
         let due = self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now);
         if !due && self.timers.len() <= TIMER_SLACK {
@@ -227,9 +222,19 @@ impl Monitor {
         self.shared.engine.expire(&mut self.timers, now, TIMER_SLACK, &mut later, &mut expired);
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
-        for mut conn in expired {
+        for conn in expired {
             match conn.state.phase.expiry() {
-                Expiry::RequestTimeout => self.answer_timeout(&mut conn),
+                // A head (or a body collected with it) is on its way: its
+                // worker answers `408` and closes lingering (`http1::pick_up`).
+                // Closed here at once, what the client sends on would reset
+                // the connection, and the reset can destroy the answers it
+                // has not read yet: those before the `408`, the `408` too.
+                Expiry::RequestTimeout => {
+                    let seat = conn.seat;
+                    self.shared.requeue(conn);
+                    self.shared.nudge(seat);
+                    continue;
+                }
                 Expiry::TimedOut => {}
                 // A lingering close that ran its time is no timeout of the client's.
                 Expiry::Done => {
@@ -241,13 +246,6 @@ impl Monitor {
             self.shared.counters.timeout();
             self.shared.close(conn);
         }
-    }
-
-    /// Best-effort `408` on a slow head: one non-blocking write, then close.
-    fn answer_timeout(&mut self, conn: &mut Connection) {
-        let mut out = Vec::with_capacity(160);
-        encode_error(408, conn.state.holds_head_request(), self.date.now(), &mut out);
-        let _ = conn.stream.write(&out);
     }
 }
 

@@ -500,6 +500,55 @@ fn a_body_failing_behind_a_large_answer_does_not_reset_it() {
     assert!(server.shutdown());
 }
 
+/// A head that times out behind a large answer the client has not read
+/// yet: the `408` closes the connection lingering. Closed at once, the
+/// bytes the client sends on (the rest of its head) would meet a closed
+/// socket, whose reset drops the part of the large answer still in the
+/// server's send queue. The client reads the large answer whole, then the
+/// `408`, then the end of stream. (Linux: a small receive buffer keeps the
+/// client's window shut while it does not read, so part of the answer
+/// waits in the server's send queue, where a reset destroys it.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_head_timing_out_behind_a_large_answer_does_not_reset_it() {
+    const BIG: usize = 8 << 20;
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .head_timeout(Duration::from_millis(200))
+        .spawn(|req: &mut Request| match req.path() {
+            "/big" => Response::bytes(vec![b'z'; BIG]),
+            _ => Response::text("ok"),
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    rustix::net::sockopt::set_socket_recv_buffer_size(conn.get_ref(), 64 << 10).unwrap();
+    // The large answer, then a head begun and not finished.
+    send(&mut conn, &[get("/big"), b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec()].concat());
+    wait_for(&server, "the large answer held", |s| s.unsent_bytes > 0);
+    // The client reads until the server has handed the whole answer to the
+    // kernel (its head clock starts), then stops: the rest stays in the
+    // sockets' queues.
+    let mut taken = 0;
+    let mut chunk = [0u8; 16 << 10];
+    while server.stats().unsent_bytes > 0 {
+        let n = conn.read(&mut chunk).expect("the large answer");
+        taken += chunk[..n].iter().filter(|&&b| b == b'z').count();
+    }
+    wait_for(&server, "the head timeout", |s| s.timeouts == 1);
+    // The client sends on (the rest of its head): to a closed socket, its
+    // bytes bring a reset.
+    send(&mut conn, b"X-More: 1\r\n");
+    let mut rest = Vec::new();
+    let end = conn.read_to_end(&mut rest);
+    let rest_of_big = rest.iter().take_while(|&&b| b == b'z').count();
+    assert!(end.is_ok(), "{end:?} after {taken} + {rest_of_big} of the large answer's {BIG} bytes");
+    assert_eq!(taken + rest_of_big, BIG, "the large answer, whole");
+    let after = String::from_utf8_lossy(&rest[rest_of_big..]);
+    assert!(after.starts_with("HTTP/1.1 408 "), "{after}");
+    drop(conn);
+    assert!(server.shutdown());
+}
+
 #[test]
 fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     let server = Server::bind("127.0.0.1:0")

@@ -870,6 +870,41 @@ fn a_body_failing_mid_answer_lingers_over_requests_still_unread() {
     }
 }
 
+/// A file body that fails (the file is shorter than its length) once the
+/// client, slow to take the answers, has left it held with the connection:
+/// the close lingers over the requests still unread, as when a body fails
+/// at once. Closed at once, the reset could destroy the answers the client
+/// has not read yet, the whole one before the cut one too. (The driver
+/// fails a run that closes with input unread.)
+#[test]
+fn a_file_body_failing_after_a_slow_client_lingers_over_requests_still_unread() {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("httpool-conn-short-file-{}", std::process::id()));
+    std::fs::File::create(&path).unwrap().write_all(b"0123456789").unwrap();
+    let file_path = path.clone();
+    let handler = move |req: &mut Request<'_>| match req.path() {
+        // 10 bytes on disk, 1000 promised.
+        "/file" => Response::file(std::fs::File::open(&file_path).unwrap(), 1000),
+        _ => hello(req),
+    };
+    let pad = "p".repeat(Config::default().read_buffer_size());
+    let pipelined = format!(
+        "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /file HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\nX-Pad: {pad}\r\n\r\n"
+    );
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[pipelined.as_bytes()]);
+    // The client takes 64 bytes a turn: the answers are held, and the file
+    // is read only once the client has taken what came before it.
+    let ended = s.run(&mut io, Some(64));
+    let wire = redact_dates(&io.written);
+    let head = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n";
+    assert_eq!(wire, format!("{HELLO}{head}0123456789"), "the first answer whole, then the cut one");
+    assert_eq!(s.conn.requests, 2);
+    assert!(ended.closed && io.shut_write, "{:?}", s.outcomes);
+    assert!(io.current.is_empty(), "what the client sent was read and discarded");
+    std::fs::remove_file(&path).unwrap();
+}
+
 #[test]
 fn a_small_body_is_collected_while_parked_before_the_handler_runs() {
     // The transport is not patient: a handler waiting on the socket for body
