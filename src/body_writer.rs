@@ -71,6 +71,10 @@ impl Write for BodyWriter<'_> {
             Some(left) => buf.len().min(usize::try_from(left).unwrap_or(usize::MAX)),
             None => buf.len(),
         };
+        // At most a flush's worth per call (`write_all` loops): a single
+        // large write must not be copied whole into the worker's buffer,
+        // which keeps its capacity for as long as the worker lives.
+        let n = n.min(FLUSH_AT);
         if n == 0 {
             return Ok(0);
         }

@@ -191,12 +191,17 @@ impl ServeDir {
         (meta.is_file() && FileId::of(&meta) == entry.id).then_some(Some(file))
     }
 
-    /// Resolves `raw` from scratch and remembers what it found.
+    /// Resolves `raw` from scratch and remembers what it found — under a
+    /// plain spelling only (no `%`, `.` or empty segments): each other
+    /// spelling of a file (`/./a`, `//a`, `/%61`, as many as a client
+    /// cares to send, each up to `max_uri_bytes`) would take an entry of
+    /// its own, and their keys are not counted in the cache's bytes.
     fn find(&self, raw: &str, is_head: bool) -> Found {
         let target = match path::target(raw, self.hidden) {
             Ok(target) => target,
             Err(code) => return Found::Refused(code),
         };
+        let remember = matches!(target.rel, std::borrow::Cow::Borrowed(_));
         let mut path = self.root.join(&*target.rel);
         let mut meta = match fs::metadata(&path) {
             Ok(meta) => meta,
@@ -218,7 +223,7 @@ impl ServeDir {
         if !meta.is_file() {
             return Found::Refused(404);
         }
-        match self.load(raw, &path, is_head) {
+        match self.load(raw, &path, is_head, remember) {
             Ok(found) => found,
             Err(e) => {
                 error!("ServeDir: reading {}: {e}; answering 500", path.display());
@@ -229,7 +234,7 @@ impl ServeDir {
 
     /// Opens the file at `path` if it resolves under the root, and
     /// remembers it under `raw`.
-    fn load(&self, raw: &str, path: &Path, is_head: bool) -> io::Result<Found> {
+    fn load(&self, raw: &str, path: &Path, is_head: bool, remember: bool) -> io::Result<Found> {
         let real = match fs::canonicalize(path) {
             Ok(real) if real.starts_with(&self.root) => real,
             Ok(real) => {
@@ -269,7 +274,9 @@ impl ServeDir {
         }
         let in_memory = bytes.is_some();
         let entry = Arc::new(entry(real, &meta, bytes));
-        self.cache.insert(raw, Arc::clone(&entry));
+        if remember {
+            self.cache.insert(raw, Arc::clone(&entry));
+        }
         Ok(Found::File(entry, (!in_memory && !is_head).then_some(file)))
     }
 }

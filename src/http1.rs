@@ -55,6 +55,9 @@ const INLINE_BODY: usize = 32 * 1024;
 /// size, so the queue stays under it plus one answer.
 const PIPELINE_FLUSH: usize = 64 * 1024;
 
+/// Capacity of the queued-answers buffer a worker keeps past a turn.
+const KEPT_OUT_CAPACITY: usize = 4 * PIPELINE_FLUSH;
+
 /// Requests one connection is answered in a turn before the others of its
 /// seat go first: a client that keeps pipelining cannot hold its worker.
 const TURN_REQUESTS: u32 = 64;
@@ -663,6 +666,12 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
 /// answered `408` for a queue's delay).
 fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Next {
     conn.detach(&mut cx.scratch.buffers, cx.config.read_buffer_size(), Instant::now(), next != Next::Yield);
+    // Queued answers reach `PIPELINE_FLUSH` and one more; a handler's huge
+    // head (or a stream's write) may have grown the buffer far past that,
+    // and a worker keeps its scratch for life.
+    if cx.scratch.out.is_empty() && cx.scratch.out.capacity() > KEPT_OUT_CAPACITY {
+        cx.scratch.out = Vec::with_capacity(INLINE_BODY + 1024);
+    }
     next
 }
 

@@ -55,6 +55,9 @@ pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<
     Ok(Arc::new(config))
 }
 
+/// Most encrypted bytes rustls keeps for the socket: one full record.
+const TLS_BUFFER_LIMIT: usize = 16 * 1024;
+
 /// A TLS session over a non-blocking TCP socket.
 pub(crate) struct TlsStream {
     sock: mio::net::TcpStream,
@@ -119,7 +122,13 @@ impl Read for Counted<'_> {
 
 impl TlsStream {
     pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
-        let tls = ServerConnection::new(config).map_err(io::Error::other)?;
+        let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
+        // rustls keeps encrypted records the socket did not take (64 KiB by
+        // default), and a write it took counts as sent: those bytes are held
+        // for a slow reader outside `max_unsent_bytes`. One record's worth
+        // keeps that per-connection remainder small; the rest of an answer
+        // waits in the connection's counted `Unsent`.
+        tls.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
         Ok(TlsStream { sock, tls, records: RecordCursor::default() })
     }
 

@@ -76,7 +76,12 @@ impl Request<'_> {
                 "expected Content-Type: application/x-www-form-urlencoded",
             ));
         }
-        decode(&self.read_body(limit)?, "bad form")
+        let body = self.read_body(limit)?;
+        // serde_html_form gathers every pair before `T` sees one.
+        if crate::urlencoded::form_fields(&body) > crate::urlencoded::MAX_FORM_FIELDS {
+            return Err(crate::urlencoded::too_many_fields());
+        }
+        decode(&body, "bad form")
     }
 }
 

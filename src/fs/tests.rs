@@ -365,3 +365,16 @@ fn a_root_that_is_not_a_directory_is_an_error() {
     assert!(ServeDir::new(tmp.0.join("site/hello.txt")).is_err());
     assert!(ServeDir::new(tmp.0.join("missing")).is_err());
 }
+
+/// Each spelling of a path a client may send (`//a`, `/./a`, `/%61`, as
+/// many as it likes, each as long as `max_uri_bytes`) is served, but only
+/// the plain one is remembered: the others would each take an entry, their
+/// keys uncounted in the cache's bytes, and push real files out.
+#[test]
+fn a_file_is_remembered_under_its_plain_spelling_only() {
+    let (_tmp, dir) = site();
+    for target in ["//hello.txt", "/./hello.txt", "/%68ello.txt", "/hello.txt", "/hello.txt"] {
+        assert_eq!(body(get(&dir, target, "")), b"0123456789abcdefghij", "{target}");
+    }
+    assert_eq!(dir.cache.held().0, 1);
+}

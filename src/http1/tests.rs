@@ -905,6 +905,27 @@ fn a_file_body_failing_after_a_slow_client_lingers_over_requests_still_unread() 
     std::fs::remove_file(&path).unwrap();
 }
 
+/// A stream that writes a large buffer in one call reaches the client
+/// whole, but the worker's answer buffer does not grow to its size: a
+/// worker keeps its buffers for life, and each would keep the largest
+/// write any client's request made it copy.
+#[test]
+fn one_large_write_of_a_stream_leaves_the_worker_buffer_small() {
+    const BIG: usize = 4 << 20;
+    let handler = |_: &mut Request<'_>| {
+        Response::stream(|w| {
+            std::io::Write::write_all(w, &vec![b'z'; BIG])?;
+            Ok(())
+        })
+    };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    s.run(&mut io, None);
+    assert_eq!(io.written.iter().filter(|&&b| b == b'z').count(), BIG);
+    assert!(io.written.ends_with(b"\r\n0\r\n\r\n"));
+    assert!(s.scratch.out.capacity() <= KEPT_OUT_CAPACITY, "{}", s.scratch.out.capacity());
+}
+
 #[test]
 fn a_small_body_is_collected_while_parked_before_the_handler_runs() {
     // The transport is not patient: a handler waiting on the socket for body
