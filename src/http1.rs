@@ -46,7 +46,7 @@ pub(crate) use state::{ConnState, Slow};
 
 /// How long a connection closing after an error answer goes on reading
 /// (and discarding) what the client still sends: [`close_lingering`].
-const LINGER: Duration = Duration::from_secs(2);
+pub(crate) const LINGER: Duration = Duration::from_secs(2);
 
 /// Bodies up to this size are copied behind the head, for one write.
 const INLINE_BODY: usize = 32 * 1024;
@@ -648,7 +648,8 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
             // can destroy the answers queued before this one.
             write_failed(cx, &e);
             conn.phase.sent();
-            return Some(close(conn, io, cx, true));
+            // A request body still coming lingers whatever a read finds now.
+            return Some(if then == Then::Linger { close_lingering(conn, io, cx) } else { close(conn, io, cx, true) });
         }
     }
     conn.phase.sent();

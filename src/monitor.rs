@@ -11,14 +11,17 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::http1::Expiry;
+use crate::date::DateCache;
+use crate::encode::encode_error;
+use crate::http1::{Expiry, LINGER};
 use crate::pool::Workers;
 use crate::shared::slots::Timer;
-use crate::shared::{HandOver, Shared};
+use crate::shared::{Connection, HandOver, Shared};
 use crate::sys;
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
@@ -67,6 +70,7 @@ pub(crate) struct Monitor {
     /// For each seat, the looks in a row that found it stuck with its
     /// worker running or waiting for a CPU.
     computing: Vec<u32>,
+    date: DateCache,
     /// When the monitor first saw that the last extra thread retired.
     retired_seen: Option<Instant>,
 }
@@ -89,6 +93,7 @@ impl Monitor {
             // thread is started for it meanwhile.
             seen: vec![u64::MAX; seats],
             computing: vec![0; seats],
+            date: DateCache::new(),
             retired_seen: None,
         }
     }
@@ -211,7 +216,8 @@ impl Monitor {
     }
 
     /// Closes parked connections whose deadline passed; one still sending
-    /// its head goes back to its worker, to be answered `408` (see [`Expiry`]).
+    /// its head is answered `408` first (see [`Expiry`], and
+    /// [`Monitor::answer_timeout`]).
     fn expire(&mut self, now: Instant) {
         let due = self.timers.peek().is_some_and(|Reverse((at, _, _))| *at <= now);
         if !due && self.timers.len() <= TIMER_SLACK {
@@ -224,15 +230,12 @@ impl Monitor {
         self.later = later;
         for conn in expired {
             match conn.state.phase.expiry() {
-                // A head (or a body collected with it) is on its way: its
-                // worker answers `408` and closes lingering (`http1::pick_up`).
-                // Closed here at once, what the client sends on would reset
-                // the connection, and the reset can destroy the answers it
-                // has not read yet: those before the `408`, the `408` too.
                 Expiry::RequestTimeout => {
-                    let seat = conn.seat;
-                    self.shared.requeue(conn);
-                    self.shared.nudge(seat);
+                    if let Some(conn) = self.answer_timeout(conn, now) {
+                        let seat = conn.seat;
+                        self.shared.requeue(conn);
+                        self.shared.nudge(seat);
+                    }
                     continue;
                 }
                 Expiry::TimedOut => {}
@@ -246,6 +249,40 @@ impl Monitor {
             self.shared.counters.timeout();
             self.shared.close(conn);
         }
+    }
+
+    /// `408` for a head (or a body collected with it) past its deadline.
+    /// The client is still sending: closed at once, the socket would meet
+    /// its next bytes with a reset, which can destroy the answers it has not
+    /// read yet (those before the `408`, the `408` too). So the answer is
+    /// written here without waiting — with every worker busy in a handler
+    /// it is answered all the same — the write side shut, and the
+    /// connection parked to read and discard what still comes for
+    /// [`LINGER`]. Returns the connection for a worker to serve
+    /// (`http1::pick_up`): when the socket had no room for the answer (the
+    /// worker waits for room), or when bytes came while it was out of its
+    /// slot (the worker lingers over them).
+    fn answer_timeout(&mut self, mut conn: Box<Connection>, now: Instant) -> Option<Box<Connection>> {
+        let mut out = Vec::with_capacity(160);
+        encode_error(408, conn.state.holds_head_request(), self.date.now(), &mut out);
+        match conn.stream.write(&out) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(conn),
+            Ok(n) if n == out.len() => {}
+            // Failed, or cut short: a socket with room for part of 150
+            // bytes (rare: a send takes a small write whole or none of
+            // it unless its last segment has a little room left). The rest
+            // cannot go to a worker, which would write the answer from its
+            // start: the connection closes, as an answer cut short does.
+            _ => {
+                self.shared.counters.timeout();
+                self.shared.close(conn);
+                return None;
+            }
+        }
+        self.shared.counters.timeout();
+        conn.stream.shutdown_write();
+        conn.state.linger_after_answer(now + LINGER);
+        self.shared.park(conn)
     }
 }
 

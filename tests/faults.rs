@@ -866,3 +866,37 @@ fn collecting_bodies_stops_at_the_budget_and_at_the_per_request_size() {
     assert_eq!((reply.status, reply.body.len()), (200, 200_000));
     assert!(server.shutdown());
 }
+
+/// A head that times out while every thread the pool may have is in a
+/// handler is answered all the same: the monitor writes the `408` and
+/// closes lingering (the client reads the answer, then the end of stream).
+/// Handed to a worker instead, it waited in the ready list with no
+/// deadline, holding its slot, for as long as the handlers blocked.
+#[test]
+fn a_head_timing_out_while_every_worker_is_busy_is_still_answered() {
+    let (server, entered, release) = blocking_server(|s| {
+        s.workers(1).max_workers(1).head_timeout(Duration::from_millis(200)).idle_timeout(Duration::MAX)
+    });
+    let addr = server.local_addr();
+    let mut b = connect(addr);
+    // A whole request and a head begun, in one write: once B has its
+    // answer, the worker has read the head begun too, and parks B with it.
+    send(&mut b, &[get("/first"), b"GET /second HTTP/1.1\r\n".to_vec()].concat());
+    assert_eq!(read_reply(&mut b, false).unwrap().status, 200);
+    let mut a = connect(addr);
+    send(&mut a, &get("/block"));
+    entered.recv_timeout(PATIENCE).unwrap();
+    // B's head deadline passes while the only worker is in A's handler.
+    b.get_mut().set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let reply = read_reply(&mut b, false);
+    let mut rest = Vec::new();
+    let end = b.read_to_end(&mut rest);
+    drop(b);
+    let stats = server.stats();
+    release.send(()).unwrap();
+    assert_eq!(read_reply(&mut a, false).unwrap().status, 200);
+    server.shutdown();
+    assert_eq!(reply.map(|r| r.status).ok(), Some(408), "{stats:?}");
+    assert!(end.is_ok() && rest.is_empty(), "{end:?}, {rest:?}: the end of stream after the 408");
+    assert_eq!(stats.timeouts, 1);
+}

@@ -58,8 +58,7 @@ pub(crate) enum Then {
 /// What the monitor does with a parked connection whose deadline passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Expiry {
-    /// A head was begun: back to a worker, which answers `408` and closes
-    /// lingering (a timeout).
+    /// A head was begun: answer `408`, then close lingering (a timeout).
     RequestTimeout,
     /// Close without an answer (a timeout of the client's).
     TimedOut,

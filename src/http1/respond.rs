@@ -81,8 +81,9 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         // behind this one. The close lingers over those (a close with
         // input unread resets the connection, and the reset can destroy
         // the answers queued before this one); a failed socket has none.
+        // A request body still coming lingers whatever a read finds now.
         write_failed(cx, &e);
-        return Then::Close;
+        return if then == Then::Linger { Then::Linger } else { Then::Close };
     }
     then
 }

@@ -263,6 +263,14 @@ impl ConnState {
         self.phase.idle();
     }
 
+    /// A lingering close after an answer already out (its write side
+    /// shut): what is unparsed is dropped, and what the client still sends
+    /// is read and discarded until `until`.
+    pub(crate) fn linger_after_answer(&mut self, until: Instant) {
+        self.discard_unparsed();
+        self.phase.linger(until);
+    }
+
     /// Drops every unparsed byte: nothing more is served on the connection.
     pub(crate) fn discard_unparsed(&mut self) {
         let (_, end) = self.buf.bounds();

@@ -870,6 +870,31 @@ fn a_body_failing_mid_answer_lingers_over_requests_still_unread() {
     }
 }
 
+/// A body that fails mid-answer to a request whose own body is still on
+/// its way (too long to drain): the close must linger as it does after a
+/// whole answer. The socket happens to hold nothing at the moment of the
+/// close, but the client is still sending its body: closed at once, the
+/// kernel resets the connection under the answer.
+#[test]
+fn a_body_failing_mid_answer_lingers_over_a_request_body_still_coming() {
+    let config = Config { max_drain_bytes: 10, body_buffer_bytes: 0, ..Config::default() };
+    let failing = |_: &mut Request<'_>| {
+        Response::stream(|w| {
+            std::io::Write::write_all(w, b"part")?;
+            Err(std::io::Error::other("the source failed"))
+        })
+    };
+    let mut head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n".to_vec();
+    head.extend_from_slice(&[b'x'; 100]);
+    let rest = [b'x'; 1000];
+    // The same request answered whole lingers (the control).
+    let r = run_with(config.clone(), &hello, &[&head, &rest], false);
+    assert!(r.lingering, "{:?}", r.outcomes);
+    let r = run_with(config, &failing, &[&head, &rest], false);
+    assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.wire);
+    assert!(r.lingering, "closed at once with the request body still coming: {:?}", r.outcomes);
+}
+
 /// A file body that fails (the file is shorter than its length) once the
 /// client, slow to take the answers, has left it held with the connection:
 /// the close lingers over the requests still unread, as when a body fails
