@@ -280,6 +280,14 @@ impl Monitor {
             }
         }
         self.shared.counters.timeout();
+        // Over TLS the write above may have left the answer's record in
+        // rustls (a full socket is no error there): once the write side
+        // shuts, it could never go. A socket with no room for it is closed
+        // (as an answer cut short is); a plain socket has nothing to flush.
+        if conn.stream.flush().is_err() {
+            self.shared.close(conn);
+            return None;
+        }
         conn.stream.shutdown_write();
         conn.state.linger_after_answer(now + LINGER);
         self.shared.park(conn)

@@ -208,6 +208,34 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// A head that stops short over TLS: at the head deadline the monitor
+    /// answers `408` (its record flushed before the write side shuts), then
+    /// the session ends cleanly: close_notify, the end of stream.
+    #[test]
+    fn a_tls_head_past_its_deadline_gets_408_then_a_clean_end() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .head_timeout(std::time::Duration::from_millis(200))
+            .spawn(|_: &mut Request| Response::text("ok"))
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        // A first exchange completes the handshake.
+        conn.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut conn).1, b"ok");
+        conn.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: local").unwrap();
+        let (head, _) = read_response(&mut conn);
+        assert!(head.starts_with("HTTP/1.1 408 "), "{head}");
+        let mut rest = Vec::new();
+        let end = conn.read_to_end(&mut rest);
+        assert!(end.is_ok() && rest.is_empty(), "{end:?}, {rest:?}");
+        drop(conn);
+        assert_eq!(server.stats().timeouts, 1);
+        assert!(server.shutdown());
+    }
+
     /// A TLS client slow to read a large answer holds no worker either:
     /// the records it has not taken wait with the parked connection.
     #[test]
