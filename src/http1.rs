@@ -636,22 +636,14 @@ fn send_before_going_on<T: Transport, H: ?Sized>(
 fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Next> {
     let policy = cx.policy();
     let (unsent, then) = conn.phase.unsent()?;
-    match unsent.resume(io, policy) {
-        Ok(true) => {}
+    let then = match unsent.resume(io, policy) {
+        Ok(true) => then,
         Ok(false) => return Some(pause(conn, cx, Next::Park)),
         Err(e) => {
-            // The answer is cut short: by the socket, or by its file (read
-            // failing, or shorter than its length) with the socket sound
-            // and requests maybe still unread behind it. As when a body
-            // fails at once (`respond`), the close lingers over those: a
-            // close with input unread resets the connection, and the reset
-            // can destroy the answers queued before this one.
             write_failed(cx, &e);
-            conn.phase.sent();
-            // A request body still coming lingers whatever a read finds now.
-            return Some(if then == Then::Linger { close_lingering(conn, io, cx) } else { close(conn, io, cx, true) });
+            then.cut_short()
         }
-    }
+    };
     conn.phase.sent();
     match then {
         Then::KeepAlive => None,

@@ -78,9 +78,7 @@ impl Request<'_> {
         }
         let body = self.read_body(limit)?;
         // serde_html_form gathers every pair before `T` sees one.
-        if crate::urlencoded::form_fields(&body) > crate::urlencoded::MAX_FORM_FIELDS {
-            return Err(crate::urlencoded::too_many_fields());
-        }
+        crate::urlencoded::count_form_fields(&body)?;
         decode(&body, "bad form")
     }
 }

@@ -17,17 +17,20 @@ pub(crate) const FORM_TYPE: &str = "application/x-www-form-urlencoded";
 /// too): each costs a pair of `String`s, some 80 bytes for the two bytes
 /// `a&` takes on the wire, so a 1 MiB body of them would be 40 MiB of heap
 /// per handler call.
-pub(crate) const MAX_FORM_FIELDS: usize = 10_000;
+const MAX_FORM_FIELDS: usize = 10_000;
 
-/// The number of fields in a form body or query: its non-empty
-/// `&`-separated pieces.
-pub(crate) fn form_fields(bytes: &[u8]) -> usize {
-    bytes.split(|&b| b == b'&').filter(|piece| !piece.is_empty()).count()
+/// The fields of a form body: its non-empty `&`-separated pieces.
+fn form_pieces(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.split(|&b| b == b'&').filter(|piece| !piece.is_empty())
 }
 
-/// A body with more than [`MAX_FORM_FIELDS`] fields: `413`.
-pub(crate) fn too_many_fields() -> Error {
-    Error::new(ErrorKind::BodyTooLarge, "more than 10000 form fields")
+/// The number of fields of a form body, checked before any is decoded:
+/// past [`MAX_FORM_FIELDS`], `413`.
+pub(crate) fn count_form_fields(body: &[u8]) -> Result<usize, Error> {
+    match form_pieces(body).count() {
+        n if n > MAX_FORM_FIELDS => Err(Error::new(ErrorKind::BodyTooLarge, "more than 10000 form fields")),
+        n => Ok(n),
+    }
 }
 
 impl Request<'_> {
@@ -148,12 +151,8 @@ impl Form {
     /// Parses `application/x-www-form-urlencoded` bytes; an error when a
     /// name or value does not decode to UTF-8.
     pub(crate) fn parse(body: &[u8]) -> Result<Form, Error> {
-        let fields = form_fields(body);
-        if fields > MAX_FORM_FIELDS {
-            return Err(too_many_fields());
-        }
-        let mut pairs = Vec::with_capacity(fields);
-        for piece in body.split(|&b| b == b'&').filter(|piece| !piece.is_empty()) {
+        let mut pairs = Vec::with_capacity(count_form_fields(body)?);
+        for piece in form_pieces(body) {
             let at = piece.iter().position(|&b| b == b'=');
             let (name, value) = at.map_or((piece, &b""[..]), |i| (&piece[..i], &piece[i + 1..]));
             pairs.push((decode_form_part(name)?, decode_form_part(value)?));

@@ -66,11 +66,10 @@ pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io:
         return next;
     }
     io.shutdown_write();
-    conn.discard_unparsed();
     // At shutdown, no later than the grace allows.
     let end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
     let until = earliest(Some(Instant::now() + LINGER), end).unwrap_or_else(Instant::now);
-    conn.phase.linger(until);
+    conn.linger_after_answer(until);
     linger(conn, io, cx, until)
 }
 

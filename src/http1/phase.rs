@@ -55,6 +55,21 @@ pub(crate) enum Then {
     Abort,
 }
 
+impl Then {
+    /// What follows an answer cut short (by the socket, or by its body:
+    /// a stream's code, a file that fails) instead of this: a request
+    /// body still coming is lingered over; else the connection closes,
+    /// lingering when a read finds input (requests unread behind the cut
+    /// answer would turn the close into a reset that can destroy the
+    /// answers queued before it; a failed socket has none).
+    pub(crate) fn cut_short(self) -> Then {
+        match self {
+            Then::Linger => Then::Linger,
+            _ => Then::Close,
+        }
+    }
+}
+
 /// What the monitor does with a parked connection whose deadline passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Expiry {

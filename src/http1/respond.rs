@@ -76,14 +76,8 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     };
     let body = std::mem::replace(&mut resp.body, Payload::Static(b""));
     if let Err(e) = write_body(conn, io, cx, body, framing, then) {
-        // The answer is cut short: by the socket, or by the body's own
-        // code, with the socket sound and requests maybe still unread
-        // behind this one. The close lingers over those (a close with
-        // input unread resets the connection, and the reset can destroy
-        // the answers queued before this one); a failed socket has none.
-        // A request body still coming lingers whatever a read finds now.
         write_failed(cx, &e);
-        return if then == Then::Linger { Then::Linger } else { Then::Close };
+        return then.cut_short();
     }
     then
 }

@@ -321,34 +321,45 @@ fn start_workers(world: &Arc<World>, n: usize, seats: usize) -> Vec<thread::Join
         .collect()
 }
 
-/// Bytes sent at any moment — between a worker's read and its park, while
-/// another polls, while the connection waits in a ready list — are all read:
-/// no readiness edge is lost.
-fn no_byte_is_left_unread() {
+/// Three connections on two seats, each admitted with its first request
+/// (queued, as the deferred accept does), served by two workers while
+/// `client` sends from a thread of its own; then `done` waits for what the
+/// check asks, and the server shuts down.
+fn serve_three(client: impl FnOnce(&World) + Send + 'static, done: impl FnOnce(&World)) {
     const SEATS: usize = 2;
-    const CONNS: usize = 3;
-    const BYTES: u32 = 2;
     let world = World::new(SEATS, CONNS, 2, 2);
-    // The first request of each connection arrived before the model starts:
-    // queued as the deferred accept does.
     for id in 0..CONNS {
         world.admit(id, true);
     }
     let workers = start_workers(&world, 2, SEATS);
-    let client = {
+    let sender = {
         let world = world.clone();
-        thread::spawn(move || {
+        thread::spawn(move || client(&world))
+    };
+    sender.join().unwrap();
+    done(&world);
+    world.shut_down();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+}
+
+/// The connections [`serve_three`] admits.
+const CONNS: usize = 3;
+
+/// Bytes sent at any moment — between a worker's read and its park, while
+/// another polls, while the connection waits in a ready list — are all read:
+/// no readiness edge is lost.
+fn no_byte_is_left_unread() {
+    const BYTES: u32 = 2;
+    serve_three(
+        |world| {
             for _ in 1..BYTES {
                 for id in 0..CONNS {
                     world.send(id);
                 }
             }
-        })
-    };
-    client.join().unwrap();
-    world.wait_served(BYTES);
-    world.shut_down();
-    workers.into_iter().for_each(|w| w.join().unwrap());
+        },
+        |world| world.wait_served(BYTES),
+    );
 }
 
 /// A client's last bytes and its end of stream reported by one event, and
@@ -357,28 +368,17 @@ fn no_byte_is_left_unread() {
 /// reads it and closes. Lost on any path, the connection stays parked with
 /// the end unread, and the check deadlocks.
 fn the_end_of_stream_reaches_the_connection() {
-    const SEATS: usize = 2;
-    const CONNS: usize = 3;
-    let world = World::new(SEATS, CONNS, 2, 2);
-    for id in 0..CONNS {
-        world.admit(id, true);
-    }
-    let workers = start_workers(&world, 2, SEATS);
-    let client = {
-        let world = world.clone();
-        thread::spawn(move || {
+    serve_three(
+        |world| {
             for id in 0..CONNS {
                 world.send(id);
             }
             for id in 0..CONNS {
                 world.send_last(id);
             }
-        })
-    };
-    client.join().unwrap();
-    world.wait_closed();
-    world.shut_down();
-    workers.into_iter().for_each(|w| w.join().unwrap());
+        },
+        World::wait_closed,
+    );
 }
 
 /// The token of connection `id` (admitted in order, each into a new slot).
