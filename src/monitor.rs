@@ -280,6 +280,8 @@ impl Monitor {
             }
         }
         self.shared.counters.timeout();
+        // An answer written, as a worker's `408` is counted.
+        self.shared.counters.requests(0, 1);
         // Over TLS the write above may have left the answer's record in
         // rustls (a full socket is no error there): once the write side
         // shuts, it could never go. A socket with no room for it is closed

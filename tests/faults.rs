@@ -867,6 +867,33 @@ fn collecting_bodies_stops_at_the_budget_and_at_the_per_request_size() {
     assert!(server.shutdown());
 }
 
+/// A body being collected when its deadline passes is answered `408` by the
+/// monitor, counted as an answer, and the buffer grown for it goes back to
+/// the budget at once: the connection lingers for a while yet, reading and
+/// keeping nothing.
+#[test]
+fn a_body_past_its_deadline_gives_its_buffer_back_while_lingering() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .head_timeout(Duration::from_millis(300))
+        // 25 000 bytes earn 25 ms more.
+        .body_min_rate(1_000_000)
+        .spawn(echo)
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 40000\r\n\r\n");
+    send(&mut conn, &[b'z'; 25_000]);
+    wait_for(&server, "the body to wait parked", |s| s.parked == 1 && s.buffered_body_bytes > 0);
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!(reply.status, 408);
+    // Still lingering (parked, the client's side open), the budget back.
+    let stats = wait_for(&server, "the budget back while lingering", |s| s.buffered_body_bytes == 0 && s.parked == 1);
+    assert_eq!((stats.requests, stats.timeouts), (1, 1), "{stats:?}");
+    assert!(server.shutdown());
+}
+
 /// A head that times out while every thread the pool may have is in a
 /// handler is answered all the same: the monitor writes the `408` and
 /// closes lingering (the client reads the answer, then the end of stream).

@@ -265,9 +265,13 @@ impl ConnState {
 
     /// A lingering close after an answer already out (its write side
     /// shut): what is unparsed is dropped, and what the client still sends
-    /// is read and discarded until `until`.
+    /// is read and discarded until `until`. A buffer grown for a body goes
+    /// now, with its share of the budget: the reads ahead keep nothing.
     pub(crate) fn linger_after_answer(&mut self, until: Instant) {
         self.discard_unparsed();
+        if self.share.take().is_some() {
+            self.buf = ReadBuf::default();
+        }
         self.phase.linger(until);
     }
 
