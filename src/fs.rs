@@ -10,7 +10,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use self::answer::{answer, directory_location};
 use self::cache::{Cache, Entry, FileId};
@@ -27,8 +27,10 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 /// - `GET` and `HEAD`; other methods get `405` with `Allow: GET, HEAD`.
 /// - `Content-Type` from the extension (`text/*` types with `charset=utf-8`;
 ///   `application/octet-stream` when unknown), `ETag` and `Last-Modified`
-///   from the file's length and modification time, `304 Not Modified` for
-///   `If-None-Match` or (without it) `If-Modified-Since`.
+///   from the file's length and modification time (a time in the future
+///   shown as now), `304 Not Modified` for `If-None-Match` or (without it)
+///   `If-Modified-Since`, `412 Precondition Failed` for `If-Match` or
+///   (without it) `If-Unmodified-Since`, in RFC 9110 §13.2.2's order.
 /// - One byte range per `GET` (`206` with `Content-Range`; `416` with
 ///   `Content-Range: bytes */len` when it starts past the end); several
 ///   ranges, or an `If-Range` that no longer holds, get the whole file.
@@ -38,7 +40,8 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 /// - No way out of the root: the path is percent-decoded segment by
 ///   segment, `..` and segments that decode to hold `/`, `\` or NUL are
 ///   refused (`403`), a bad escape is `400`, and the file found must still
-///   be under the root once symlinks are resolved (`403`). Names starting
+///   be under the root once symlinks are resolved (`404`, as for a file
+///   not there: nothing tells what exists outside the root). Names starting
 ///   with `.` are `404` unless [`ServeDir::hidden_files`] says otherwise.
 ///   Only regular files are served (never a FIFO or a device).
 /// - Small files (up to 32 KiB, [`DEFAULT_MEMORY_CACHE_BYTES`] in all) are
@@ -237,9 +240,11 @@ impl ServeDir {
     fn load(&self, raw: &str, path: &Path, is_head: bool, remember: bool) -> io::Result<Found> {
         let real = match fs::canonicalize(path) {
             Ok(real) if real.starts_with(&self.root) => real,
+            // 404, as for a name that leads nowhere: a 403 would tell what
+            // exists outside the root.
             Ok(real) => {
-                debug!("ServeDir: {raw:?} leads to {}, outside the root; answering 403", real.display());
-                return Ok(Found::Refused(403));
+                debug!("ServeDir: {raw:?} leads to {}, outside the root; answering 404", real.display());
+                return Ok(Found::Refused(404));
             }
             Err(e) => return Ok(Found::Refused(lookup_status(&e))),
         };
@@ -310,8 +315,12 @@ fn lookup_status(e: &io::Error) -> u16 {
 
 fn entry(path: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
     let id = FileId::of(meta);
-    let modified = meta.modified().unwrap_or(UNIX_EPOCH);
-    let nanos = modified.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let mtime = meta.modified().unwrap_or(UNIX_EPOCH);
+    let nanos = mtime.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    // A time in the future is shown, and compared, as now: no answer may
+    // say a file changed after its `Date` (RFC 9110 §8.8.2.1), and a
+    // client told so would take every edit until then as no change.
+    let modified = mtime.min(SystemTime::now());
     Entry {
         etag: format!("\"{:x}-{nanos:x}\"", id.len),
         last_modified: crate::date::http_date(modified),

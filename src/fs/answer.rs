@@ -5,26 +5,49 @@ use std::fs::File;
 use std::io::{Seek, SeekFrom};
 
 use super::cache::Entry;
-use super::conditional::{Range, byte_range, if_range_holds, none_match_fails, unmodified_since};
+use super::conditional::{
+    Range, byte_range, if_range_holds, match_holds, modified_after, none_match_fails, unmodified_since,
+};
 use crate::request::Request;
 use crate::response::Response;
 use crate::response::build::is_uri_char;
 
-/// The answer for a file found: `304`, `416`, `206` or `200`.
+/// The answer for a file found: `412`, `304`, `416`, `206` or `200`.
 pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_head: bool) -> Response {
-    // RFC 9110 §13.2.2: If-None-Match first; If-Modified-Since only
-    // without it.
+    // A list field sent over several lines is one list (RFC 9110 §5.3).
+    let lines = |name: &'static str| req.header_all(name).filter_map(|v| std::str::from_utf8(v).ok());
+    // RFC 9110 §13.2.2, in this order: If-Match, else If-Unmodified-Since
+    // (`412` when it fails); If-None-Match, else If-Modified-Since (`304`);
+    // then If-Range.
+    let proceed = match req.header("if-match") {
+        Some(_) => match_holds(lines("if-match"), &entry.etag),
+        None => !req.header("if-unmodified-since").is_some_and(|date| modified_after(date, entry.modified)),
+    };
+    if !proceed {
+        return Response::status(412);
+    }
     let fresh = match req.header("if-none-match") {
-        Some(tags) => none_match_fails(tags, &entry.etag),
+        Some(_) => none_match_fails(lines("if-none-match"), &entry.etag),
         None => req.header("if-modified-since").is_some_and(|date| unmodified_since(date, entry.modified)),
     };
     if fresh {
         return with_validators(Response::status(304), entry);
     }
     let len = entry.id.len;
-    // Ranges are defined for GET only (RFC 9110 §14.2).
-    let if_range_ok = || req.header("if-range").is_none_or(|v| if_range_holds(v, &entry.etag, entry.modified));
-    let range = if is_head || !if_range_ok() { Range::Full } else { byte_range(req.header("range"), len) };
+    // Ranges are defined for GET only (RFC 9110 §14.2). `Range` and
+    // `If-Range` take one value: sent twice, the range is ignored.
+    let one = |name: &'static str| {
+        let mut values = lines(name);
+        let first = values.next();
+        values.next().is_none().then_some(first)
+    };
+    let range = match (one("if-range"), one("range")) {
+        _ if is_head => Range::Full,
+        (Some(if_range), Some(range)) if if_range.is_none_or(|v| if_range_holds(v, &entry.etag, entry.modified)) => {
+            byte_range(range, len)
+        }
+        _ => Range::Full,
+    };
     let (status, first, n) = match range {
         Range::Full => (200, 0, len),
         Range::Part { first, last } => (206, first, last - first + 1),

@@ -38,6 +38,9 @@ pub(crate) fn byte_range(header: Option<&str>, len: u64) -> Range {
         (None, Some(n)) if first.is_empty() && n > 0 && len > 0 => {
             Range::Part { first: len.saturating_sub(n), last: len - 1 }
         }
+        // Satisfiable (RFC 9110 §14.1.1), but no `Content-Range` can name
+        // a part of nothing: the whole, empty file is the answer.
+        (None, Some(n)) if first.is_empty() && n > 0 => Range::Full,
         (None, Some(_)) if first.is_empty() => Range::Unsatisfiable,
         _ => Range::Full,
     }
@@ -77,10 +80,23 @@ fn entity_tags(value: &str) -> impl Iterator<Item = (bool, &str)> {
     })
 }
 
-/// `If-None-Match` names `etag` (weak comparison, RFC 9110 §13.1.2), or is
-/// `*` (the file exists).
-pub(crate) fn none_match_fails(if_none_match: &str, etag: &str) -> bool {
-    entity_tags(if_none_match).any(|(_, tag)| tag == "*" || tag == etag)
+/// `If-None-Match` (its lines) names `etag` (weak comparison, RFC 9110
+/// §13.1.2), or is `*` (the file exists).
+pub(crate) fn none_match_fails<'a>(if_none_match: impl IntoIterator<Item = &'a str>, etag: &str) -> bool {
+    if_none_match.into_iter().flat_map(entity_tags).any(|(_, tag)| tag == "*" || tag == etag)
+}
+
+/// `If-Match` (its lines) holds (RFC 9110 §13.1.1): it is `*` (the file
+/// exists), or names `etag` by the strong comparison: a weak tag matches
+/// nothing.
+pub(crate) fn match_holds<'a>(if_match: impl IntoIterator<Item = &'a str>, etag: &str) -> bool {
+    if_match.into_iter().flat_map(entity_tags).any(|(weak, tag)| tag == "*" || (!weak && tag == etag))
+}
+
+/// `If-Unmodified-Since` fails (RFC 9110 §13.1.4): a valid date, and the
+/// file modified after it (whole seconds). An invalid date is ignored.
+pub(crate) fn modified_after(if_unmodified_since: &str, modified: SystemTime) -> bool {
+    httpdate::parse_http_date(if_unmodified_since).is_ok_and(|since| secs(modified) > secs(since))
 }
 
 /// `If-Modified-Since` is a valid date no earlier than `modified` (whole
@@ -149,21 +165,43 @@ mod tests {
     }
 
     #[test]
-    fn nothing_of_an_empty_file_can_be_asked_for() {
-        for header in ["bytes=0-", "bytes=0-0", "bytes=-1"] {
+    fn an_empty_file_has_no_byte_to_ask_for_and_a_suffix_gets_it_whole() {
+        for header in ["bytes=0-", "bytes=0-0", "bytes=-0"] {
             assert_eq!(byte_range(Some(header), 0), Range::Unsatisfiable, "{header}");
         }
+        assert_eq!(byte_range(Some("bytes=-1"), 0), Range::Full);
     }
 
     #[test]
     fn if_none_match_compares_weakly_and_keeps_commas_inside_tags() {
         let etag = "\"c00-5f\"";
         for yes in ["\"c00-5f\"", "W/\"c00-5f\"", "\"x\", \"c00-5f\"", "*", "\"a,b\" ,W/\"c00-5f\""] {
-            assert!(none_match_fails(yes, etag), "{yes}");
+            assert!(none_match_fails([yes], etag), "{yes}");
         }
         for no in ["\"c00-5e\"", "c00-5f", "\"a,\"c00-5f\"", "", "W/", "\"unterminated"] {
-            assert!(!none_match_fails(no, etag), "{no}");
+            assert!(!none_match_fails([no], etag), "{no}");
         }
+    }
+
+    #[test]
+    fn if_none_match_and_if_match_read_every_line() {
+        let etag = "\"c00-5f\"";
+        assert!(none_match_fails(["\"x\"", "W/\"c00-5f\""], etag));
+        assert!(!none_match_fails(["\"x\"", "\"y\""], etag));
+        assert!(match_holds(["\"x\"", "\"c00-5f\""], etag));
+        assert!(match_holds(["*"], etag));
+        assert!(!match_holds(["W/\"c00-5f\""], etag), "a weak tag never matches If-Match");
+        assert!(!match_holds(["\"x\", \"y\""], etag));
+        assert!(!match_holds([""], etag));
+    }
+
+    #[test]
+    fn if_unmodified_since_fails_only_for_a_valid_earlier_date() {
+        let modified = UNIX_EPOCH + Duration::from_millis(784_111_777_500);
+        assert!(modified_after("Sun, 06 Nov 1994 08:49:36 GMT", modified));
+        assert!(!modified_after("Sun, 06 Nov 1994 08:49:37 GMT", modified));
+        assert!(!modified_after("Mon, 07 Nov 1994 00:00:00 GMT", modified));
+        assert!(!modified_after("not a date", modified));
     }
 
     #[test]

@@ -27,8 +27,12 @@ pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
         return Ok(Target { rel: Cow::Borrowed(rest.strip_suffix('/').unwrap_or(rest)), dir });
     }
     let mut rel = String::with_capacity(rest.len());
+    let mut dir = dir;
     for raw_segment in rest.split('/').filter(|s| !s.is_empty()) {
         let segment = decode_component(raw_segment).map_err(|_| 400u16)?;
+        // A path ending in `.` names the directory before it, as one
+        // ending in `/` does (RFC 3986 §5.2.4: `/a/.` is `/a/`).
+        dir = rest.ends_with('/') || segment == ".";
         match &*segment {
             "." => continue,
             ".." => return Err(403),
@@ -76,7 +80,9 @@ mod tests {
     fn escapes_empty_and_dot_segments_are_decoded_and_dropped() {
         assert_eq!(ok("/caf%C3%A9/men%C3%BC.txt"), ("café/menü.txt".into(), false, false));
         assert_eq!(ok("//a///b"), ("a/b".into(), false, false));
-        assert_eq!(ok("/./a/./b/."), ("a/b".into(), false, false));
+        assert_eq!(ok("/./a/./b/."), ("a/b".into(), true, false));
+        assert_eq!(ok("/a/%2e"), ("a".into(), true, false));
+        assert_eq!(ok("/./a"), ("a".into(), false, false));
         assert_eq!(ok("/a%20b/"), ("a b".into(), true, false));
     }
 

@@ -172,6 +172,100 @@ fn not_modified_by_etag_or_date() {
     assert_eq!(resp.status, 200);
 }
 
+/// `If-None-Match` over several lines is one list (RFC 9110 §5.3).
+#[test]
+fn not_modified_by_a_tag_on_a_second_line() {
+    let (_tmp, dir) = site();
+    let etag = get(&dir, "/hello.txt", "").header("etag").unwrap().to_owned();
+    let resp = get(&dir, "/hello.txt", &format!("If-None-Match: \"other\"\r\nIf-None-Match: {etag}\r\n"));
+    assert_eq!(resp.status, 304);
+}
+
+/// RFC 9110 §13.1.1, §13.1.4, §13.2.2: `If-Match` (strong comparison), or
+/// without it `If-Unmodified-Since`, must hold for the file to be sent,
+/// range or not; they are judged before `If-None-Match`.
+#[test]
+fn preconditions_that_fail_get_412() {
+    let (_tmp, dir) = site();
+    let first = get(&dir, "/hello.txt", "");
+    let (etag, modified) =
+        (first.header("etag").unwrap().to_owned(), first.header("last-modified").unwrap().to_owned());
+    for headers in [
+        "If-Match: \"other\"\r\n".to_owned(),
+        format!("If-Match: W/{etag}\r\n"),
+        "If-Match: \"other\"\r\nRange: bytes=0-3\r\n".to_owned(),
+        format!("If-Match: \"other\"\r\nIf-None-Match: {etag}\r\n"),
+        "If-Unmodified-Since: Thu, 01 Jan 1970 00:00:01 GMT\r\n".to_owned(),
+        "If-Unmodified-Since: Thu, 01 Jan 1970 00:00:01 GMT\r\nRange: bytes=0-3\r\n".to_owned(),
+    ] {
+        let resp = get(&dir, "/hello.txt", &headers);
+        assert_eq!((resp.status, body(resp)), (412, b"".to_vec()), "{headers}");
+    }
+    for (headers, status) in [
+        (format!("If-Match: {etag}\r\n"), 200),
+        (format!("If-Match: \"other\"\r\nIf-Match: {etag}\r\n"), 200),
+        ("If-Match: *\r\n".to_owned(), 200),
+        (format!("If-Match: {etag}\r\nRange: bytes=0-3\r\n"), 206),
+        (format!("If-Unmodified-Since: {modified}\r\n"), 200),
+        ("If-Unmodified-Since: not a date\r\n".to_owned(), 200),
+        // If-Match decides alone when present.
+        (format!("If-Match: {etag}\r\nIf-Unmodified-Since: Thu, 01 Jan 1970 00:00:01 GMT\r\n"), 200),
+        // Then If-None-Match is judged.
+        (format!("If-Match: {etag}\r\nIf-None-Match: {etag}\r\n"), 304),
+    ] {
+        assert_eq!(get(&dir, "/hello.txt", &headers).status, status, "{headers}");
+    }
+}
+
+/// A modification time in the future is shown as now (RFC 9110 §8.8.2.1:
+/// never later than the answer's `Date`), and compared as shown. (Shown as
+/// it was, a year ahead, a client revalidating with it was told "not
+/// modified" about every edit for a year.)
+#[test]
+fn a_file_modified_in_the_future_is_shown_as_modified_now() {
+    let (tmp, dir) = site();
+    let path = tmp.write("site/future.txt", b"old\n");
+    let year = std::time::Duration::from_secs(365 * 24 * 3600);
+    let file = fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(SystemTime::now() + year).unwrap();
+    let resp = get(&dir, "/future.txt", "");
+    let shown = resp.header("last-modified").unwrap().to_owned();
+    assert!(httpdate::parse_http_date(&shown).unwrap() <= SystemTime::now(), "{shown}");
+    assert_eq!(get(&dir, "/future.txt", &format!("If-Modified-Since: {shown}\r\n")).status, 304);
+    let a_month_ahead = httpdate::fmt_http_date(SystemTime::now() + year / 12);
+    assert_eq!(get(&dir, "/future.txt", &format!("If-Unmodified-Since: {a_month_ahead}\r\n")).status, 200);
+}
+
+/// `Range` and `If-Range` take one value: sent on two lines, the range is
+/// ignored. A suffix of an empty file is all of it.
+#[test]
+fn a_range_sent_twice_or_a_suffix_of_nothing_gets_the_whole_file() {
+    let (tmp, dir) = site();
+    let etag = get(&dir, "/hello.txt", "").header("etag").unwrap().to_owned();
+    for headers in [
+        "Range: bytes=0-1\r\nRange: bytes=5-6\r\n".to_owned(),
+        format!("Range: bytes=0-1\r\nIf-Range: {etag}\r\nIf-Range: {etag}\r\n"),
+    ] {
+        let resp = get(&dir, "/hello.txt", &headers);
+        assert_eq!((resp.status, body(resp).len()), (200, 20), "{headers}");
+    }
+    tmp.write("site/nothing.txt", b"");
+    let resp = get(&dir, "/nothing.txt", "Range: bytes=-1\r\n");
+    assert_eq!((resp.status, resp.header("content-range")), (200, None));
+    assert_eq!(get(&dir, "/nothing.txt", "Range: bytes=0-\r\n").status, 416);
+}
+
+/// `/file/.` names a directory, as `/file/` does: neither is the file.
+#[test]
+fn a_file_asked_for_as_a_directory_is_not_found() {
+    let (_tmp, dir) = site();
+    for target in ["/hello.txt/", "/hello.txt/.", "/hello.txt/%2e", "/hello.txt/./"] {
+        assert_eq!(get(&dir, target, "").status, 404, "{target}");
+    }
+    assert_eq!(get(&dir, "/docs/.", "").status, 200);
+    assert_eq!(get(&dir, "/./hello.txt", "").status, 200);
+}
+
 fn headers_of_304(resp: &Response) -> Vec<(String, String)> {
     assert!(resp.content_type.is_none());
     headers(resp)
@@ -287,8 +381,11 @@ fn symlinks_may_not_lead_out_of_the_root() {
     symlink(tmp.0.join("outside/secret.txt"), tmp.0.join("site/leak.txt")).unwrap();
     symlink(tmp.0.join("outside"), tmp.0.join("site/out")).unwrap();
     symlink(tmp.0.join("site/hello.txt"), tmp.0.join("site/alias.txt")).unwrap();
-    assert_eq!(get(&dir, "/leak.txt", "").status, 403);
-    assert_eq!(get(&dir, "/out/secret.txt", "").status, 403);
+    // 404, as for what is not there: whether a file exists outside the
+    // root is not told.
+    assert_eq!(get(&dir, "/leak.txt", "").status, 404);
+    assert_eq!(get(&dir, "/out/secret.txt", "").status, 404);
+    assert_eq!(get(&dir, "/out/missing.txt", "").status, 404);
     assert_eq!(body(get(&dir, "/alias.txt", "")), b"0123456789abcdefghij");
 }
 
@@ -317,8 +414,8 @@ fn a_remembered_file_swapped_for_a_symlink_out_is_refused() {
     let path = tmp.0.join("site/hello.txt");
     fs::remove_file(&path).unwrap();
     symlink(tmp.0.join("outside/secret.txt"), &path).unwrap();
-    assert_eq!(get(&dir, "/hello.txt", "").status, 403);
-    assert_eq!(request(&dir, "HEAD", "/hello.txt").status, 403);
+    assert_eq!(get(&dir, "/hello.txt", "").status, 404);
+    assert_eq!(request(&dir, "HEAD", "/hello.txt").status, 404);
 }
 
 #[test]
