@@ -530,6 +530,8 @@ impl<'a> Body<'a> {
 
     /// Reads more framing bytes into the (empty) buffer.
     fn fill(&mut self) -> io::Result<()> {
+        // A read into no room would return 0, taken for the end of stream.
+        debug_assert!(!self.buf.is_empty(), "a chunked body with no buffer to read its framing into");
         self.pos = 0;
         self.end = 0;
         self.end = self.read_socket(None, 0)?;

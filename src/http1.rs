@@ -378,6 +378,12 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
             return Parsed::More;
         }
         match parse_head(conn.unparsed(), limits, &mut cx.scratch.spans) {
+            // Behind empty lines (its method not first): parsed again
+            // without them (see `ConnState::skip_empty_lines`).
+            Ok(Some(head)) if head.method.0 > 0 => {
+                conn.skip_empty_lines();
+                conn.reparse_now();
+            }
             Ok(Some(head)) => match awaited_body(conn, &head, cx) {
                 Some(Await::Length(len)) => {
                     conn.await_body(head.len, len);

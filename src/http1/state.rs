@@ -336,6 +336,18 @@ impl ConnState {
         self.reparse = Reparse::Head { len: parsed.saturating_sub(dropped) };
     }
 
+    /// Drops the empty lines before a request line (RFC 9112 §2.2) ahead
+    /// of a parse. They are no part of the head, nor of its size limit;
+    /// parsed with it, they counted in its length, and a head within its
+    /// limit behind them could fill the read buffer, leaving a body read
+    /// on the socket no room (the room a body needs is the buffer's size
+    /// past `max_head_bytes`).
+    #[cold]
+    pub(crate) fn skip_empty_lines(&mut self) {
+        let dropped = self.unparsed().len() - trim_empty_lines(self.unparsed()).len();
+        self.buf.skip(dropped);
+    }
+
     /// The head is whole; its body is awaited until `len` bytes are in.
     pub(crate) fn await_body(&mut self, head: usize, len: usize) {
         self.reparse = Reparse::Body { head, len };

@@ -1655,6 +1655,27 @@ fn at_shutdown_a_close_after_an_answer_with_input_arriving_lingers_instead_of_re
     }
 }
 
+/// A head as large as `max_head_bytes` behind empty lines that fill the
+/// rest of the read buffer: its chunked body, read on the socket by the
+/// handler, still has room to be read into. (The empty lines counted in
+/// the head's length; the body was given no room, its first read returned
+/// 0, taken for the end of stream, and the request went unanswered.)
+#[test]
+fn a_head_behind_empty_lines_that_fill_the_buffer_still_has_room_for_its_body() {
+    let config = Config { body_buffer_bytes: 0, ..Config::default() };
+    let size = config.read_buffer_size();
+    let max_head = config.limits.max_head_bytes;
+    let start = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nX: ";
+    let head = format!("{start}{}\r\n\r\n", "a".repeat(max_head - start.len() - 4));
+    assert_eq!(head.len(), max_head);
+    for empty in ["\r\n", "\n"] {
+        let first = format!("{}{head}", empty.repeat((size - max_head) / empty.len()));
+        assert_eq!(first.len(), size);
+        let r = run_with(config.clone(), &echo, &[first.as_bytes(), b"5\r\nhello\r\n0\r\n\r\n"], false);
+        assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello");
+    }
+}
+
 /// Leading empty lines before a request line are skipped by the parser,
 /// and bare LFs are not trimmed when the connection parks (only CRLFs
 /// are): each LF that arrives is a line end, so the whole buffer of LFs is
