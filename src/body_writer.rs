@@ -22,6 +22,9 @@ const CHUNK: usize = 16 * 1024;
 ///
 /// Errors: the client went away or stopped reading (the connection is then
 /// closed), or more bytes were written than a declared `Content-Length`.
+/// Once a write to the client failed, every later call fails too: what was
+/// queued is lost, and the answer is cut short even if the handler goes on
+/// or returns `Ok`.
 pub struct BodyWriter<'a> {
     io: &'a mut dyn Transport,
     out: &'a mut Vec<u8>,
@@ -29,6 +32,8 @@ pub struct BodyWriter<'a> {
     /// Bytes still owed for a `Content-Length` body; `None` otherwise.
     left: Option<u64>,
     timeout: Duration,
+    /// A write to the client failed: the body on the wire is torn.
+    failed: bool,
 }
 
 impl<'a> BodyWriter<'a> {
@@ -42,12 +47,13 @@ impl<'a> BodyWriter<'a> {
             ResponseFraming::Length(n) => Some(n),
             _ => None,
         };
-        BodyWriter { io, out, chunked: framing == ResponseFraming::Chunked, left, timeout }
+        BodyWriter { io, out, chunked: framing == ResponseFraming::Chunked, left, timeout, failed: false }
     }
 
     /// Ends the body: the last chunk for `chunked`; for a declared length,
     /// an error if fewer bytes were written.
     pub(crate) fn finish(self) -> io::Result<()> {
+        self.check()?;
         if self.chunked {
             self.out.extend_from_slice(b"0\r\n\r\n");
         }
@@ -60,10 +66,19 @@ impl<'a> BodyWriter<'a> {
     fn is_streaming(&self) -> bool {
         self.left.is_none()
     }
+
+    /// Fails once a write to the client has: nothing may follow a torn body.
+    fn check(&self) -> io::Result<()> {
+        match self.failed {
+            true => Err(io::Error::new(io::ErrorKind::BrokenPipe, "an earlier write of this body failed")),
+            false => Ok(()),
+        }
+    }
 }
 
 impl Write for BodyWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.check()?;
         let n = match self.left {
             Some(0) if !buf.is_empty() => {
                 return Err(io::Error::new(io::ErrorKind::InvalidInput, "body longer than its length"));
@@ -96,8 +111,10 @@ impl Write for BodyWriter<'_> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.check()?;
         let sent = write_all_wait(self.io, self.out, self.timeout);
         self.out.clear();
+        self.failed = sent.is_err();
         sent
     }
 }
@@ -171,6 +188,23 @@ mod tests {
         copy_body(Box::new(body), writer)?;
         io.written.extend_from_slice(&out);
         Ok(io.written)
+    }
+
+    /// A flush that timed out after the client took part of a chunk (it
+    /// stopped reading) lost the rest; a closure that then went on, or
+    /// returned `Ok` taking the error for "the client left", had its torn
+    /// body ended with the last chunk, and the connection kept alive.
+    #[test]
+    fn after_a_failed_flush_every_call_fails_and_the_body_never_ends_whole() {
+        let mut io = Script { room: Some(8), stalls: 1, ..Script::default() };
+        let mut out = Vec::new();
+        let mut writer = BodyWriter::new(&mut io, &mut out, ResponseFraming::Chunked, Duration::from_secs(1));
+        writer.write_all(b"data: one\n\n").unwrap();
+        assert_eq!(writer.flush().unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert_eq!(writer.write(b"data: two\n\n").unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!(writer.flush().unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!(writer.finish().unwrap_err().kind(), io::ErrorKind::BrokenPipe);
+        assert_eq!((io.written, out), (b"b\r\ndata:".to_vec(), Vec::new()));
     }
 
     #[test]

@@ -810,6 +810,41 @@ fn a_failing_stream_closure_closes_the_connection() {
     assert!(r.lingering, "{:?}", r.outcomes);
 }
 
+/// A stream whose closure swallows a failed flush (a server-sent-events
+/// loop that stops when the client seems gone) and returns `Ok`: the
+/// answer is still cut short, without its last chunk, and the request
+/// behind it is not served on the torn connection.
+#[test]
+fn a_stream_that_swallows_a_failed_flush_is_still_cut_short() {
+    use std::io::Write;
+    let handler = |req: &mut Request<'_>| match req.path() {
+        "/events" => Response::stream(|out| {
+            for _ in 0..3 {
+                out.write_all(b"data: tick\n\n")?;
+                if out.flush().is_err() {
+                    return Ok(());
+                }
+            }
+            Ok(())
+        }),
+        _ => Response::text("hello"),
+    };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[b"GET /events HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    // The head and a little of the first event go; the client then stops
+    // reading past the write timeout.
+    io.room = Some(100);
+    io.stalls = 1;
+    let next = s.serve(&mut io);
+    let wire = redact_dates(&io.written);
+    assert!(wire.starts_with("HTTP/1.1 200 OK\r\n"), "{wire}");
+    assert!(!wire.contains("0\r\n\r\n") && !wire.contains("hello"), "{wire}");
+    // Closed lingering (the request behind it unread).
+    assert_eq!(next, Next::Park);
+    assert!(io.shut_write && matches!(s.conn.phase.kind(), Kind::Lingering { .. }), "{wire}");
+}
+
 /// A body's own code that panics (a stream's closure, a reader's `read`)
 /// cuts its answer short like an error: the answer queued before it still
 /// goes out whole, and the connection closes. (Left to the worker, the

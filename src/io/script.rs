@@ -46,6 +46,10 @@ pub(crate) struct Script {
     /// limit); a wait for room lifts the limit, as a client reading on
     /// would.
     pub(crate) room: Option<usize>,
+    /// Waits for room that time out before the client reads on (it
+    /// stopped reading for a while): each takes one, then waits lift the
+    /// limit again.
+    pub(crate) stalls: u32,
     /// Readiness as mio emulates it on Windows: once an arrival has woken
     /// the connection, the next one wakes it only if a read or write since
     /// returned `WouldBlock` (or it waited on the socket, after which it
@@ -175,6 +179,10 @@ impl Transport for Script {
         self.disarmed = false;
         self.left_seat = true;
         if ready == Ready::Writable {
+            if self.stalls > 0 {
+                self.stalls -= 1;
+                return Err(io::ErrorKind::TimedOut.into());
+            }
             self.room = None;
             return Ok(());
         }
