@@ -54,7 +54,9 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
         Payload::File { len, .. } => Some(*len),
     };
     let len = match (known, resp.declared_length) {
-        (Some(k), Some(d)) if k != d && !(is_head && k == 0) => {
+        // A HEAD answer or a `304` may announce the length of the `200`
+        // it stands for, with no body of its own (RFC 9110 §8.6).
+        (Some(k), Some(d)) if k != d && !((is_head || resp.status == 304) && k == 0) => {
             return Err("Content-Length contradicts the body");
         }
         (k, d) => d.or(k),

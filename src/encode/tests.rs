@@ -72,6 +72,24 @@ fn framing_by_body_status_and_method() {
     assert_eq!(plan(&Response::text("abc"), v11, true), Ok(ResponseFraming::None { announce: Some(3) }));
 }
 
+/// RFC 9110 §8.6: a `304` may carry the `Content-Length` a `200` to the
+/// same request would have (it was refused as contradicting its empty
+/// body: a 500).
+#[test]
+fn a_304_may_announce_the_length_of_the_200_it_stands_for() {
+    let resp = Response::status(304).with_header("ETag", "\"v1\"").with_header("Content-Length", "1234");
+    for is_head in [false, true] {
+        assert_eq!(plan(&resp, Version::Http11, is_head), Ok(ResponseFraming::None { announce: Some(1234) }));
+    }
+    let head = encode(&resp, Version::Http11, false, true);
+    assert!(head.starts_with("HTTP/1.1 304 Not Modified\r\n") && head.contains("Content-Length: 1234\r\n"), "{head}");
+    // A body given to it is still a contradiction.
+    assert!(
+        plan(&Response::text("abc").with_status(304).with_header("Content-Length", "5"), Version::Http11, false)
+            .is_err()
+    );
+}
+
 #[test]
 fn head_keeps_a_declared_length() {
     let resp = Response::status(200).with_header("Content-Length", "1234");
