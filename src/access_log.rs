@@ -123,6 +123,9 @@ fn sent(req: &Request<'_>, resp: &Response) -> (u16, Option<u64>) {
     if let Some(code) = req.body_failure_status() {
         return crate_answer(code);
     }
+    if resp.upgrade.is_some() && crate::upgrade::refusal(req, resp).is_some() {
+        return crate_answer(500);
+    }
     match plan(resp, req.version(), is_head) {
         Err(_) => crate_answer(500),
         Ok(ResponseFraming::Length(n)) if n > 0 => (resp.status, Some(n)),

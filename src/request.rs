@@ -188,6 +188,13 @@ impl<'a> Request<'a> {
         self.parsed.version
     }
 
+    /// HTTP/1.1 with `upgrade` among its `Connection` options (whether an
+    /// `Upgrade` field names a protocol is [`crate::upgrade::refusal`]'s
+    /// to judge).
+    pub(crate) fn asks_for_upgrade(&self) -> bool {
+        self.parsed.upgrade && self.parsed.version == Version::Http11
+    }
+
     /// The first value of the header `name` (case-insensitive), if present
     /// and valid UTF-8.
     pub fn header(&self, name: &str) -> Option<&str> {

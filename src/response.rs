@@ -263,7 +263,9 @@ impl Response {
     /// closed when it returns. Add the `Upgrade` header (and whatever the
     /// protocol needs, e.g. `Sec-WebSocket-Accept`); `Connection: upgrade`
     /// is written by the crate. The request must have asked for an upgrade
-    /// (`Connection: upgrade` on HTTP/1.1), or the client gets a `500`.
+    /// (`Connection: upgrade` and `Upgrade` on HTTP/1.1), and the answer's
+    /// `Upgrade` must name a protocol it offered (RFC 9110 §7.8), or the
+    /// client gets a `500`.
     ///
     /// ```
     /// use std::io::{Read, Write};

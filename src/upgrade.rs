@@ -6,9 +6,37 @@ use std::io::{self, Read, Write};
 use std::time::Duration;
 
 use crate::io::{Patience, Ready, Transport, read_wait, waiting, write_all_wait};
+use crate::proto::tokens;
+use crate::request::Request;
+use crate::response::Response;
 
 /// The closure a `101` response hands the connection to.
 pub(crate) type OnUpgrade = Box<dyn FnOnce(Upgraded<'_>) + Send>;
+
+/// Why the upgrade `resp` may not answer `req`, if it may not: the request
+/// asked for none (HTTP/1.1, `Connection: upgrade` and an `Upgrade` field:
+/// RFC 9110 §7.8), or the answer names no protocol in its own `Upgrade`
+/// (§15.2.2), or one the request did not offer (§7.8). The server answers
+/// such a response with a `500`, and the access log says so.
+pub(crate) fn refusal(req: &Request<'_>, resp: &Response) -> Option<&'static str> {
+    let offered = || req.header_all("upgrade").flat_map(tokens);
+    if !req.asks_for_upgrade() || offered().next().is_none() {
+        return Some("upgrade response to a request that did not ask for one");
+    }
+    let mut chosen = resp
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("upgrade"))
+        .flat_map(|(_, v)| tokens(v.as_bytes()))
+        .peekable();
+    if chosen.peek().is_none() {
+        return Some("101 without an Upgrade field naming the protocol");
+    }
+    if !chosen.all(|protocol| offered().any(|o| o.eq_ignore_ascii_case(protocol))) {
+        return Some("upgrade to a protocol the request did not offer");
+    }
+    None
+}
 
 /// A connection after `101 Switching Protocols`: raw bytes both ways, for
 /// WebSocket or any other protocol.

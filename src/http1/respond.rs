@@ -118,7 +118,17 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         slow => slow,
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);
-    let upgrading = answer.as_ref().is_some_and(|resp| resp.upgrade.is_some());
+    let upgrading = match answer {
+        Some(resp) if resp.upgrade.is_some() => match crate::upgrade::refusal(&req, resp) {
+            Some(why) => {
+                error!("{}: handler response refused ({why}); answering 500", cx.peer);
+                *resp = error_response(500);
+                false
+            }
+            None => true,
+        },
+        _ => false,
+    };
     // A quick call not expected to block tells the routes nothing: its
     // route is not marked (else it would have been expected to).
     if ran != Ran::Quick || expect_block != Slow::No {
@@ -163,12 +173,7 @@ pub(super) fn checked(
     is_connect: bool,
     peer: &Peer,
 ) -> ResponseFraming {
-    let upgrade_refused = resp.upgrade.is_some() && !(head.upgrade && head.version == Version::Http11);
-    let planned = match plan(resp, head.version, is_head) {
-        Ok(_) if upgrade_refused => Err("upgrade response to a request that did not ask for one"),
-        other => other,
-    };
-    let framing = match planned {
+    let framing = match plan(resp, head.version, is_head) {
         Ok(framing) => framing,
         Err(why) => {
             error!("{peer}: handler response refused ({why}); answering 500");

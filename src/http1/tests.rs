@@ -1204,6 +1204,35 @@ fn an_upgrade_of_a_request_awaiting_100_continue_sends_100_before_101() {
     assert_eq!(early, b"PING");
 }
 
+/// RFC 9110 §7.8, §15.2.2: a `101` names in `Upgrade` a protocol the
+/// request offered, to a request that asked for one (`Connection: upgrade`
+/// and `Upgrade`, HTTP/1.1); any other is answered `500`, and the request
+/// is served no further.
+#[test]
+fn an_upgrade_the_request_did_not_offer_is_refused() {
+    let handler = |req: &mut Request<'_>| {
+        let upgrade = Response::upgrade(|_| {});
+        match req.path() {
+            "/none" => upgrade,
+            "/other" => upgrade.with_header("Upgrade", "pong"),
+            _ => upgrade.with_header("Upgrade", "PING"),
+        }
+    };
+    let refused = |head: &str| {
+        let r = run(&handler, &[head.as_bytes()]);
+        assert!(r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{head}: {}", r.wire);
+        assert!(!r.wire.contains("101"), "{head}: {}", r.wire);
+    };
+    refused("GET /none HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n");
+    refused("GET /other HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n");
+    refused("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n\r\n");
+    refused("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: ping\r\n\r\n");
+    refused("GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n");
+    // The protocol's name is matched without regard to case, among several.
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: h2c, ping\r\n\r\n"]);
+    assert!(r.wire.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{}", r.wire);
+}
+
 #[test]
 fn an_upgrade_whose_body_is_too_long_to_read_first_is_refused() {
     let config = Config { max_drain_bytes: 4, ..Config::default() };
