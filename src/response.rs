@@ -299,7 +299,12 @@ impl Response {
     /// written so far to the client — e.g. after each server-sent event. An
     /// error from `write` (or a panic in it) cuts the answer short: the
     /// answers before it still reach the client, then the connection closes
-    /// (the client sees the body end unfinished).
+    /// (the client sees the body end unfinished: its last chunk never
+    /// comes). So does a failed write to the client, even if the closure
+    /// goes on or returns `Ok`. An HTTP/1.0 client is the exception: its
+    /// body ends with the connection, and one cut short looks whole to it;
+    /// give the body a length (`Content-Length`, or [`Response::reader`]
+    /// with a length) when such a client must be able to tell.
     ///
     /// ```
     /// use std::io::Write;
