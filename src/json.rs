@@ -182,8 +182,11 @@ fn is_json(media_type: &str) -> bool {
     let Some((kind, subtype)) = media_type.split_once('/') else {
         return false;
     };
-    let suffix_json = subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case("+json");
-    kind.eq_ignore_ascii_case("application") && (subtype.eq_ignore_ascii_case("json") || suffix_json)
+    // By bytes: a subtype may hold any UTF-8, and a `str` cut inside a
+    // character panics.
+    let subtype = subtype.as_bytes();
+    let suffix_json = subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case(b"+json");
+    kind.eq_ignore_ascii_case("application") && (subtype.eq_ignore_ascii_case(b"json") || suffix_json)
 }
 
 #[cfg(test)]
@@ -300,7 +303,18 @@ mod tests {
         for yes in ["application/json", "Application/JSON", "application/problem+json", "application/vnd.api+JSON"] {
             assert!(is_json(yes), "{yes}");
         }
-        for no in ["text/json", "application/jsonx", "application/+json", "json", "", "application/x-json5"] {
+        // A subtype whose last five bytes start inside a character (its
+        // `str` slice panicked, for any client sending one).
+        for no in [
+            "text/json",
+            "application/jsonx",
+            "application/+json",
+            "json",
+            "",
+            "application/x-json5",
+            "application/\u{e9}1234",
+            "application/\u{1F600}json",
+        ] {
             assert!(!is_json(no), "{no}");
         }
     }
