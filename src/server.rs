@@ -173,12 +173,15 @@ impl Server {
     }
 
     /// Stack size of each worker thread, on which handlers run. Default:
-    /// [`DEFAULT_WORKER_STACK_SIZE`](crate::DEFAULT_WORKER_STACK_SIZE). A
-    /// size the system cannot give fails [`Server::spawn`] (for the core
+    /// [`DEFAULT_WORKER_STACK_SIZE`](crate::DEFAULT_WORKER_STACK_SIZE); at
+    /// least [`MIN_WORKER_STACK_SIZE`](crate::MIN_WORKER_STACK_SIZE) (a
+    /// smaller size is raised to it: the server's own code overflowed a
+    /// few tens of KiB, and a stack overflow aborts the process). A size
+    /// the system cannot give fails [`Server::spawn`] (for the core
     /// threads), or leaves the server with the threads it has (for the
     /// on-demand ones, logged).
     pub fn worker_stack_size(mut self, bytes: usize) -> Server {
-        self.config.worker_stack_size = bytes;
+        self.config.worker_stack_size = bytes.max(crate::config::MIN_WORKER_STACK_SIZE);
         self
     }
 

@@ -201,6 +201,28 @@ fn with_every_thread_blocked_new_clients_get_backpressure_not_threads() {
     assert!(server.shutdown());
 }
 
+/// A stack size too small for the server's own code is raised to
+/// `MIN_WORKER_STACK_SIZE`: it was taken as given (the system raised 0 to
+/// 16 KiB), and the first chunked body read on it overflowed the stack,
+/// which aborts the process.
+#[test]
+fn a_worker_stack_too_small_for_the_server_is_raised_to_the_least() {
+    for size in [0, 1, 16 * 1024] {
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .max_workers(1)
+            .worker_stack_size(size)
+            .spawn(common::echo)
+            .unwrap();
+        let mut conn = connect(server.local_addr());
+        send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!((reply.status, reply.body), (200, b"hello".to_vec()), "worker_stack_size({size})");
+        assert!(server.shutdown());
+    }
+}
+
 #[test]
 fn extra_threads_retire_after_the_idle_timeout_and_the_core_stays() {
     let (server, gate) = gated(|s| s.workers(1).max_workers(6).worker_idle_timeout(Duration::from_millis(100)));

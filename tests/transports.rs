@@ -159,6 +159,28 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// A handshake, and a chunked body, on the least worker stack
+    /// (`worker_stack_size(0)` is raised to `MIN_WORKER_STACK_SIZE`).
+    #[test]
+    fn serves_https_on_the_least_worker_stack() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .max_workers(1)
+            .worker_stack_size(0)
+            .tls(server_config)
+            .spawn(|req: &mut Request| Response::bytes(req.read_body(1 << 20).unwrap_or_default()))
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        let req = b"POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+        conn.get_mut().write_all(req).unwrap();
+        let (head, body) = read_response(&mut conn);
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert_eq!(body, b"hello");
+        assert!(server.shutdown());
+    }
+
     /// Each piece of a TLS record makes the socket readable without giving
     /// the worker a byte of plaintext. A client sending a record of its body
     /// a byte at a time (waiting up to 100 ms for an answer between bytes)
