@@ -8,12 +8,16 @@
 
 use httpool::{Request, Response, Router, Server};
 
-/// A handler written against the `http` crate, with its route's `id`.
+/// A handler written against the `http` crate, with its route's `id`: a
+/// number, or no such user (the id goes into JSON, so it is checked
+/// before it is written there).
 fn user(_req: &http::Request<()>, id: &str) -> http::Response<String> {
-    http::Response::builder()
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(format!("{{\"id\":\"{id}\"}}\n"))
-        .unwrap_or_default()
+    let builder = http::Response::builder();
+    match id.parse::<u64>() {
+        Ok(id) => builder.header(http::header::CONTENT_TYPE, "application/json").body(format!("{{\"id\":{id}}}\n")),
+        Err(_) => builder.status(http::StatusCode::NOT_FOUND).body("no such user\n".to_owned()),
+    }
+    .unwrap_or_default()
 }
 
 fn health(_req: &http::Request<()>) -> http::Response<String> {

@@ -326,8 +326,10 @@ fn websocket_accepts_the_handshake() {
 fn http_router_routes_http_crate_handlers() {
     let app = TestServer::from_handler(http_router::app());
     let user = app.send(TestRequest::get("/users/7"));
-    assert_eq!((user.status(), user.text()), (200, "{\"id\":\"7\"}\n"));
+    assert_eq!((user.status(), user.text()), (200, "{\"id\":7}\n"));
     assert_eq!(user.header("content-type"), Some("application/json"));
+    // An id that is no number is no user: it never reaches the JSON.
+    assert_eq!(app.send(TestRequest::get("/users/%22%7D")).status(), 404);
     assert_eq!(app.send(TestRequest::get("/health")).text(), "ok\n");
     assert_eq!(app.send(TestRequest::get("/nope")).status(), 404);
 }
