@@ -109,7 +109,7 @@ impl Monitor {
             self.give_back_stacks(Instant::now());
             // Accepting checks the pause itself (and waits again if it is on).
             if self.shared.take_accept_waiting() {
-                self.shared.accept(0);
+                self.shared.accept(0, false);
             }
             if last_busy.elapsed() < AWAKE_AFTER_BUSY {
                 std::thread::park_timeout(STALL_TICK);

@@ -260,7 +260,7 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
                 serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
                 // Room freed for a connection that waits to be accepted.
                 if shared.take_accept_waiting() {
-                    shared.accept(seat);
+                    shared.accept(seat, true);
                 }
             }
             Work::Retire { last } => {

@@ -65,8 +65,10 @@ impl Shared {
     /// Accepts until the listener is empty or the server saturated; each new
     /// connection is admitted as [`Shared::admit`] says, `seat` being the
     /// one whose ready list takes it when it has bytes to read.
-    pub(crate) fn accept(&self, seat: usize) {
-        self.accepting.one.run(|| self.accept_until_empty(seat, false));
+    /// `by_worker`: the caller is a worker that goes back for its next
+    /// connection once the pass is over: one ready connection is its own.
+    pub(crate) fn accept(&self, seat: usize, by_worker: bool) {
+        self.accepting.one.run(|| self.accept_until_empty(seat, false, usize::from(by_worker)));
     }
 
     /// True (once) when an accept was held back: see [`Accepting::take_waiting`].
@@ -78,7 +80,7 @@ impl Shared {
     /// client the kernel holds (on Linux each has sent its request), however
     /// many wait for a worker, but at most [`LAST_ACCEPTS`], and no more
     /// than `max_connections` open.
-    fn accept_until_empty(&self, seat: usize, last: bool) {
+    fn accept_until_empty(&self, seat: usize, last: bool, taken_next: usize) {
         let listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(listener) = listener.as_ref() else { return };
         let mut date = None;
@@ -92,7 +94,7 @@ impl Shared {
             if self.accept_paused() {
                 return;
             }
-            let saturated = self.is_saturated(last);
+            let saturated = self.is_saturated(last, taken_next);
             if saturated && (last || self.config.overload == Overload::Wait) {
                 // Clients wait in the kernel backlog until room frees up.
                 self.accepting.waiting.store(true, Ordering::Release);
@@ -222,7 +224,7 @@ impl Shared {
     pub(crate) fn close_listener(&self) {
         // Waits for any accept pass still running; later ones find no
         // listener.
-        self.accept_until_empty(0, true);
+        self.accept_until_empty(0, true, 0);
         let mut listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
         for seat in &self.seats {
             seat.forget_listener();
