@@ -295,7 +295,9 @@ impl<C: Occupant> Engine<C> {
                 hub.board.unclaim(adopted);
                 continue;
             }
-            if timed_out && hub.crew.may_retire() && !self.is_stopping() {
+            // Work queued while its wait timed out (a notify that raced the
+            // timeout) is served first: it would wait for the monitor.
+            if timed_out && hub.crew.may_retire() && !self.is_stopping() && hub.board.queued() == 0 {
                 hub.crew.exited(true);
                 self.exited.notify_all();
                 return Work::Retire { last: !hub.crew.has_extra() };
