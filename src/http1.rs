@@ -647,7 +647,7 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
         Ok(false) => return Some(pause(conn, cx, Next::Park)),
         Err(e) => {
             write_failed(cx, &e);
-            then.cut_short()
+            conn.cut_short(then)
         }
     };
     conn.phase.sent();

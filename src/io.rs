@@ -68,6 +68,19 @@ pub(crate) trait Transport: Read + Write {
     /// goes on.
     fn shutdown_write(&mut self) {}
 
+    /// Ends the sending side after an answer cut short: over TLS without
+    /// close_notify, so that the client cannot take a close-delimited
+    /// answer for whole (RFC 9112 §9.8); reading goes on.
+    fn shutdown_write_torn(&mut self) {
+        self.shutdown_write();
+    }
+
+    /// The last answer went out whole and the stream is about to be
+    /// dropped: over TLS, close_notify goes first (RFC 8446 §6.1; by it a
+    /// close-delimited answer is known whole, RFC 9112 §9.8). Nothing on
+    /// other streams, whose close says as much.
+    fn close_notify(&mut self) {}
+
     /// The stream's waits for room are no longer held to a least rate
     /// ([`Pace`]): an upgrade's closure sets its own timeouts.
     fn stop_pacing(&mut self) {}
@@ -380,6 +393,14 @@ impl Transport for Socket<'_> {
 
     fn shutdown_write(&mut self) {
         self.stream.shutdown_write();
+    }
+
+    fn shutdown_write_torn(&mut self) {
+        self.stream.shutdown_write_torn();
+    }
+
+    fn close_notify(&mut self) {
+        self.stream.close_notify();
     }
 
     fn leave_seat(&mut self) {

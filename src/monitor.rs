@@ -228,7 +228,7 @@ impl Monitor {
         self.shared.engine.expire(&mut self.timers, now, TIMER_SLACK, &mut later, &mut expired);
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
-        for conn in expired {
+        for mut conn in expired {
             match conn.state.phase.expiry() {
                 Expiry::RequestTimeout => {
                     if let Some(conn) = self.answer_timeout(conn, now) {
@@ -247,6 +247,12 @@ impl Monitor {
             }
             debug!("{}: closing after timeout", conn.peer);
             self.shared.counters.timeout();
+            // An idle connection's session ends as a whole one (TLS
+            // close_notify, best effort); an answer the client stopped
+            // taking is cut short and gets none.
+            if !conn.state.is_sending() {
+                conn.stream.close_notify();
+            }
             self.shared.close(conn);
         }
     }

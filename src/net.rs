@@ -149,6 +149,27 @@ impl Stream {
             Stream::Tls(s) => s.shutdown_write(),
         };
     }
+
+    /// Half-closes the sending side after an answer cut short: over TLS
+    /// without close_notify (see [`crate::io::Transport::shutdown_write_torn`]).
+    pub(crate) fn shutdown_write_torn(&mut self) {
+        match self {
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => {
+                let _ = s.shutdown_write_torn();
+            }
+            _ => self.shutdown_write(),
+        }
+    }
+
+    /// Over TLS, sends close_notify before the stream is dropped (best
+    /// effort: a full socket loses it); nothing on other streams.
+    pub(crate) fn close_notify(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Stream::Tls(s) = self {
+            s.close_notify();
+        }
+    }
 }
 
 /// Calls `$body` with `$s` bound to the inner socket of any variant.

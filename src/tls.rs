@@ -150,9 +150,20 @@ impl TlsStream {
 
     /// Sends `close_notify`, then half-closes the socket.
     pub(crate) fn shutdown_write(&mut self) -> io::Result<()> {
+        self.close_notify();
+        self.sock.shutdown(std::net::Shutdown::Write)
+    }
+
+    /// Half-closes the socket without `close_notify`: the session ends
+    /// truncated, as an answer cut short must (RFC 9112 §9.8).
+    pub(crate) fn shutdown_write_torn(&mut self) -> io::Result<()> {
+        self.sock.shutdown(std::net::Shutdown::Write)
+    }
+
+    /// Sends `close_notify` (best effort: a full socket keeps it).
+    pub(crate) fn close_notify(&mut self) {
         self.tls.send_close_notify();
         let _ = self.write_records();
-        self.sock.shutdown(std::net::Shutdown::Write)
     }
 }
 

@@ -258,6 +258,87 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// An answer after which the server closes ends the session with
+    /// close_notify (RFC 8446 §6.1), whether the close is at once or
+    /// lingering: by it a close-delimited body (a stream to an HTTP/1.0
+    /// client) is known whole (RFC 9112 §9.8). It was dropped without one.
+    #[test]
+    fn an_answer_that_closes_ends_the_session_with_close_notify() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .spawn(|_: &mut Request| Response::stream(|w| w.write_all(b"streamed")))
+            .unwrap();
+        for req in [
+            &b"GET / HTTP/1.0\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+            b"GET / HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n",
+        ] {
+            let mut conn = connect(server.local_addr(), &client_config);
+            conn.get_mut().write_all(req).unwrap();
+            let mut all = Vec::new();
+            let end = conn.read_to_end(&mut all);
+            assert!(end.is_ok(), "{end:?} after {:?}", String::from_utf8_lossy(&all));
+            assert!(all.ends_with(b"streamed") || all.ends_with(b"0\r\n\r\n"), "{:?}", String::from_utf8_lossy(&all));
+        }
+        assert!(server.shutdown());
+    }
+
+    /// A close-delimited answer cut short by its body's code ends the
+    /// session without close_notify, at once or lingering (a request behind
+    /// it): with one, the client took the truncated body for the whole.
+    #[test]
+    fn a_close_delimited_answer_cut_short_does_not_end_the_session_cleanly() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .spawn(|_: &mut Request| {
+                Response::stream(|w| {
+                    w.write_all(b"partial")?;
+                    w.flush()?;
+                    Err(std::io::Error::other("backend died"))
+                })
+            })
+            .unwrap();
+        for req in [&b"GET /a HTTP/1.0\r\n\r\n"[..], b"GET /a HTTP/1.0\r\n\r\nGET /b HTTP/1.0\r\n\r\n"] {
+            let mut conn = connect(server.local_addr(), &client_config);
+            conn.get_mut().write_all(req).unwrap();
+            let mut all = Vec::new();
+            let end = conn.read_to_end(&mut all);
+            assert!(all.ends_with(b"\r\n\r\npartial"), "{:?}", String::from_utf8_lossy(&all));
+            let shown = String::from_utf8_lossy(&all);
+            assert_eq!(end.map_err(|e| e.kind()), Err(std::io::ErrorKind::UnexpectedEof), "{shown}");
+        }
+        assert!(server.shutdown());
+    }
+
+    /// A TLS 1.3 key update between requests is taken, and the session
+    /// goes on.
+    #[test]
+    fn a_key_update_between_requests_is_taken() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        conn.get_mut().write_all(b"GET /one HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut conn).1, b"/one");
+        for i in 0..3 {
+            conn.get_mut().conn.refresh_traffic_keys().unwrap();
+            let req = format!("GET /k{i} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+            conn.get_mut().write_all(req.as_bytes()).unwrap();
+            assert_eq!(read_response(&mut conn).1, format!("/k{i}").as_bytes());
+        }
+        assert!(server.shutdown());
+    }
+
     /// A TLS client slow to read a large answer holds no worker either:
     /// the records it has not taken wait with the parked connection.
     #[test]

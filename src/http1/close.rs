@@ -28,6 +28,9 @@ pub(super) fn close<T: Transport, H: ?Sized>(
     if answered && has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
     }
+    if !conn.is_torn() {
+        io.close_notify();
+    }
     pause(conn, cx, Next::Close)
 }
 
@@ -65,7 +68,10 @@ pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io:
     if let Some(next) = flush(conn, io, cx, Then::Linger) {
         return next;
     }
-    io.shutdown_write();
+    match conn.is_torn() {
+        true => io.shutdown_write_torn(),
+        false => io.shutdown_write(),
+    }
     // At shutdown, no later than the grace allows.
     let end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
     let until = earliest(Some(Instant::now() + LINGER), end).unwrap_or_else(Instant::now);

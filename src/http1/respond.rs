@@ -77,7 +77,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let body = std::mem::replace(&mut resp.body, Payload::Static(b""));
     if let Err(e) = write_body(conn, io, cx, body, framing, then) {
         write_failed(cx, &e);
-        return then.cut_short();
+        return conn.cut_short(then);
     }
     then
 }

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::Ran;
-use super::phase::{Drain, Dry, Phase};
+use super::phase::{Drain, Dry, Phase, Then};
 use super::read_buf::{ReadBuf, Released};
 use crate::body::ChunkedDecoder;
 use crate::config::Config;
@@ -84,6 +84,9 @@ pub(crate) struct ConnState {
     /// The budget was spent when this request's body needed more room: it
     /// is collected no further than the read buffer.
     refused: bool,
+    /// An answer was cut short: the connection closes without ending its
+    /// session as a whole one (no TLS close_notify).
+    torn: bool,
 }
 
 impl Default for ConnState {
@@ -104,7 +107,21 @@ impl ConnState {
             slept: 0,
             share: None,
             refused: false,
+            torn: false,
         }
+    }
+
+    /// An answer was cut short instead of `then` (by the socket, or by its
+    /// body): what follows ([`Then::cut_short`]); the session will end
+    /// torn.
+    pub(crate) fn cut_short(&mut self, then: Then) -> Then {
+        self.torn = true;
+        then.cut_short()
+    }
+
+    /// True when an answer was cut short (see [`ConnState::cut_short`]).
+    pub(crate) fn is_torn(&self) -> bool {
+        self.torn
     }
 
     /// When the current park ends: the phase's deadline, with what a body

@@ -810,6 +810,37 @@ fn a_failing_stream_closure_closes_the_connection() {
     assert!(r.lingering, "{:?}", r.outcomes);
 }
 
+/// How a connection's session ends, as TLS tells the client (RFC 9112
+/// §9.8): whole (close_notify) after an answer that went out whole, at
+/// once or lingering; torn (none) after one cut short, at once or
+/// lingering over a request behind it.
+#[test]
+fn a_session_ends_whole_after_a_whole_answer_and_torn_after_a_cut_one() {
+    use std::io::Write;
+    let handler = |req: &mut Request<'_>| match req.path() {
+        "/cut" => Response::stream(|out| {
+            out.write_all(b"partial")?;
+            out.flush()?;
+            Err(std::io::ErrorKind::Other.into())
+        }),
+        _ => Response::stream(|out| out.write_all(b"whole")),
+    };
+    for (requests, whole) in [
+        ("GET / HTTP/1.0\r\n\r\n", true),
+        ("GET / HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n", true),
+        ("GET /cut HTTP/1.0\r\n\r\n", false),
+        ("GET /cut HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n", false),
+        ("GET /cut HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", false),
+    ] {
+        let mut s = Served::new(&handler);
+        let mut io = Script::new(&[requests.as_bytes()]);
+        s.run(&mut io, None);
+        // Torn: no close_notify; a shutdown, if any, without it.
+        let ended = if whole { Some(true) } else { io.ended_whole.filter(|&w| !w) };
+        assert_eq!(io.ended_whole, ended, "{requests:?}: {}", redact_dates(&io.written));
+    }
+}
+
 /// A stream whose closure swallows a failed flush (a server-sent-events
 /// loop that stops when the client seems gone) and returns `Ok`: the
 /// answer is still cut short, without its last chunk, and the request

@@ -42,6 +42,10 @@ pub(crate) struct Script {
     pub(crate) patient: bool,
     /// The server shut its sending side.
     pub(crate) shut_write: bool,
+    /// How the server ended its session, as TLS would tell the client:
+    /// `Some(true)` whole (close_notify, by a shutdown or before the
+    /// close), `Some(false)` torn (a shutdown without it).
+    pub(crate) ended_whole: Option<bool>,
     /// Bytes the client takes before the socket is full (`None`: no
     /// limit); a wait for room lifts the limit, as a client reading on
     /// would.
@@ -164,6 +168,16 @@ impl Write for Script {
 impl Transport for Script {
     fn shutdown_write(&mut self) {
         self.shut_write = true;
+        self.ended_whole.get_or_insert(true);
+    }
+
+    fn shutdown_write_torn(&mut self) {
+        self.shut_write = true;
+        self.ended_whole.get_or_insert(false);
+    }
+
+    fn close_notify(&mut self) {
+        self.ended_whole.get_or_insert(true);
     }
 
     /// A short read empties the socket of bytes, but not of an end of
