@@ -27,12 +27,10 @@ pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
         return Ok(Target { rel: Cow::Borrowed(rest.strip_suffix('/').unwrap_or(rest)), dir });
     }
     let mut rel = String::with_capacity(rest.len());
-    let mut dir = dir;
+    let mut last_is_dot = false;
     for raw_segment in rest.split('/').filter(|s| !s.is_empty()) {
         let segment = decode_component(raw_segment).map_err(|_| 400u16)?;
-        // A path ending in `.` names the directory before it, as one
-        // ending in `/` does (RFC 3986 §5.2.4: `/a/.` is `/a/`).
-        dir = rest.ends_with('/') || segment == ".";
+        last_is_dot = segment == ".";
         match &*segment {
             "." => continue,
             ".." => return Err(403),
@@ -47,7 +45,9 @@ pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
             }
         }
     }
-    Ok(Target { rel: Cow::Owned(rel), dir })
+    // A path ending in `.` names the directory before it, as one ending
+    // in `/` does (RFC 3986 §5.2.4: `/a/.` is `/a/`).
+    Ok(Target { rel: Cow::Owned(rel), dir: dir || last_is_dot })
 }
 
 /// Nothing to decode or drop: no escape, no backslash, no empty segment

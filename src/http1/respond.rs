@@ -121,8 +121,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let upgrading = match answer {
         Some(resp) if resp.upgrade.is_some() => match crate::upgrade::refusal(&req, resp) {
             Some(why) => {
-                error!("{}: handler response refused ({why}); answering 500", cx.peer);
-                *resp = error_response(500);
+                refuse_response(resp, &cx.peer, why);
                 false
             }
             None => true,
@@ -163,6 +162,14 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     Exchange { is_head, is_connect, body_error, body_done: drained && !end.continue_withheld }
 }
 
+/// Replaces a handler's response that cannot be sent as it is (`why`) with
+/// a `500`.
+#[cold]
+fn refuse_response(resp: &mut Response, peer: &Peer, why: &str) {
+    error!("{peer}: handler response refused ({why}); answering 500");
+    *resp = error_response(500);
+}
+
 /// The framing of the response, which is replaced by a `500` when the
 /// handler's cannot be sent as it is.
 #[inline(always)]
@@ -176,8 +183,7 @@ pub(super) fn checked(
     let framing = match plan(resp, head.version, is_head) {
         Ok(framing) => framing,
         Err(why) => {
-            error!("{peer}: handler response refused ({why}); answering 500");
-            *resp = error_response(500);
+            refuse_response(resp, peer, why);
             plan(resp, head.version, is_head).unwrap_or(ResponseFraming::CloseDelimited)
         }
     };
