@@ -45,15 +45,20 @@ pub(crate) struct Crew {
 }
 
 impl Crew {
-    pub(crate) fn new(core: usize, max: usize) -> Crew {
+    /// `seats`: a seat is handed over once until it is adopted, so no more
+    /// adoptions than seats are ever pending.
+    pub(crate) fn new(seats: usize, core: usize, max: usize) -> Crew {
         Crew {
             core,
             max: max.max(core),
             live: 0,
             idle: 0,
-            // Grown when first needed: sized by `core`, an extreme count
-            // would be an allocation the system refuses.
-            adoptions: Vec::new(),
+            // Sized up front (by the seats, not by `core`, whose extreme
+            // values would be an allocation the system refuses): a first
+            // hand-over under load allocates nothing (`tests/alloc.rs`
+            // under Wine caught one, when a slow worker's seat was adopted
+            // while requests were counted).
+            adoptions: Vec::with_capacity(seats),
             spawned: 0,
             retired: 0,
             retry_at: 0,
@@ -149,7 +154,7 @@ mod tests {
 
     #[test]
     fn idle_threads_adopt_first_then_new_ones_start_up_to_the_bound() {
-        let mut crew = Crew::new(1, 3);
+        let mut crew = Crew::new(1, 1, 3);
         assert!(crew.reserve());
         crew.went_idle();
         assert_eq!(crew.hand_over(0, 0, true), HandOver::Adopt);
@@ -174,7 +179,7 @@ mod tests {
 
     #[test]
     fn a_thread_does_not_retire_while_a_seat_waits_for_adoption() {
-        let mut crew = Crew::new(0, 2);
+        let mut crew = Crew::new(1, 0, 2);
         assert!(crew.reserve());
         crew.went_idle();
         assert_eq!(crew.hand_over(5, 0, true), HandOver::Adopt);

@@ -108,7 +108,7 @@ impl<C: Occupant> Engine<C> {
         let hub = Hub {
             slots: Slots::new(),
             board: SeatBoard::new(seats),
-            crew: Crew::new(core, max),
+            crew: Crew::new(seats, core, max),
             stage: Stage::Running,
         };
         Engine {
