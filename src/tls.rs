@@ -66,6 +66,12 @@ pub(crate) struct TlsStream {
     /// part of a record rustls holds is input a read that would block does
     /// not show.
     records: RecordCursor,
+    /// The socket's sending side is shut: records rustls still holds (a
+    /// close_notify the full socket had no room for, an answer to the
+    /// client's key update) can never go. Reads go on without them: a write
+    /// would fail (`EPIPE`) and end a lingering close early, and its drop
+    /// would then reset the connection under the answers.
+    write_shut: bool,
 }
 
 /// Follows the record boundaries in the bytes a client sends (RFC 8446
@@ -129,7 +135,7 @@ impl TlsStream {
         // keeps that per-connection remainder small; the rest of an answer
         // waits in the connection's counted `Unsent`.
         tls.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
-        Ok(TlsStream { sock, tls, records: RecordCursor::default() })
+        Ok(TlsStream { sock, tls, records: RecordCursor::default(), write_shut: false })
     }
 
     /// True when the client has sent part of a record: a request (or a
@@ -140,7 +146,7 @@ impl TlsStream {
 
     /// Writes the records rustls holds; `WouldBlock` when the socket is full.
     fn write_records(&mut self) -> io::Result<()> {
-        while self.tls.wants_write() {
+        while self.tls.wants_write() && !self.write_shut {
             if self.tls.write_tls(&mut self.sock)? == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
@@ -148,15 +154,17 @@ impl TlsStream {
         Ok(())
     }
 
-    /// Sends `close_notify`, then half-closes the socket.
+    /// Sends `close_notify` (lost if the socket has no room for it), then
+    /// half-closes the socket.
     pub(crate) fn shutdown_write(&mut self) -> io::Result<()> {
         self.close_notify();
-        self.sock.shutdown(std::net::Shutdown::Write)
+        self.shutdown_write_torn()
     }
 
     /// Half-closes the socket without `close_notify`: the session ends
     /// truncated, as an answer cut short must (RFC 9112 §9.8).
     pub(crate) fn shutdown_write_torn(&mut self) -> io::Result<()> {
+        self.write_shut = true;
         self.sock.shutdown(std::net::Shutdown::Write)
     }
 
@@ -201,6 +209,9 @@ impl Read for TlsStream {
 
 impl Write for TlsStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.write_shut {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
         self.write_records()?;
         let n = self.tls.writer().write(buf)?;
         tolerate_full(self.write_records())?;
@@ -228,7 +239,65 @@ impl Source for TlsStream {
 
 #[cfg(test)]
 mod tests {
-    use super::RecordCursor;
+    use std::io::{Read, Write};
+    use std::sync::{Arc, mpsc};
+
+    use super::{RecordCursor, TlsStream};
+
+    /// After the write side shuts with close_notify still in the session
+    /// (the client reads nothing, the socket is full), reads go on: a
+    /// lingering close reads what the client still sends. The read used to
+    /// try the held record first and fail (`EPIPE`), which ended the linger
+    /// and reset the connection under the answer.
+    #[test]
+    fn reads_go_on_after_the_write_side_shuts_with_records_held() {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let server_config =
+            super::config_from_pem(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes()).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.cert.der().clone()).unwrap();
+        let client_config = Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (go_on, told) = mpsc::channel::<()>();
+        let (sent, sent_rx) = mpsc::channel::<()>();
+        let client = std::thread::spawn(move || {
+            let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+            let conn = rustls::ClientConnection::new(client_config, name).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, std::net::TcpStream::connect(addr).unwrap());
+            tls.write_all(b"first").unwrap();
+            told.recv().unwrap();
+            // Sent while the server's answer fills the socket, unread.
+            tls.write_all(b"second").unwrap();
+            sent.send(()).unwrap();
+            let _ = told.recv();
+        });
+        let (sock, _) = listener.accept().unwrap();
+        let handle = sock.try_clone().unwrap();
+        // Blocking through the handshake and the first bytes.
+        let mut server = TlsStream::new(mio::net::TcpStream::from_std(sock), server_config).unwrap();
+        let mut buf = [0u8; 64];
+        let n = server.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"first");
+        handle.set_nonblocking(true).unwrap();
+        go_on.send(()).unwrap();
+        sent_rx.recv().unwrap();
+        let answer = [b'a'; 16 * 1024];
+        while server.write(&answer).is_ok() {}
+        server.shutdown_write().unwrap();
+        assert!(server.tls.wants_write(), "close_notify went: the socket was not full");
+        let read = server.read(&mut buf);
+        assert_eq!(read.as_ref().map(|&n| &buf[..n]).map_err(std::io::Error::kind), Ok(&b"second"[..]));
+        assert_eq!(server.write(b"x").map_err(|e| e.kind()), Err(std::io::ErrorKind::BrokenPipe));
+        drop(go_on);
+        client.join().unwrap();
+    }
 
     /// Records split anywhere, headers included, and a record of length 0.
     #[test]
