@@ -28,10 +28,29 @@ pub(super) fn close<T: Transport, H: ?Sized>(
     if answered && has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
     }
-    if !conn.is_torn() {
-        io.close_notify();
+    if let Some(next) = end_whole(conn, io, cx, Then::Close) {
+        return next;
     }
     pause(conn, cx, Next::Close)
+}
+
+/// After answers that went out whole, ends a TLS session with close_notify
+/// (RFC 8446 §6.1; by it a close-delimited answer is known whole, RFC 9112
+/// §9.8), sent as the answers are: when the socket has no room for it,
+/// the connection parks until it has (then goes on as `then`), so that a
+/// full socket does not lose it. `None` once it is out, or when an answer
+/// was cut short (the session must end torn); nothing on other streams.
+fn end_whole<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    then: Then,
+) -> Option<Next> {
+    if conn.is_torn() {
+        return None;
+    }
+    io.close_notify();
+    flush(conn, io, cx, then)
 }
 
 /// Closes a connection idle at shutdown (the sweep hands every parked one
@@ -43,6 +62,10 @@ pub(super) fn close<T: Transport, H: ?Sized>(
 /// while lingering.
 pub(super) fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     if let Some(next) = flush(conn, io, cx, Then::Close) {
+        return next;
+    }
+    // At shutdown the flush waits for room; it does not park.
+    if let Some(next) = end_whole(conn, io, cx, Then::Close) {
         return next;
     }
     io.shutdown_write();
@@ -66,6 +89,9 @@ fn has_unread_input<T: Transport>(conn: &mut ConnState, io: &mut T) -> bool {
 /// §9.6). Its unparsed bytes are dropped: nothing more is served on it.
 pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     if let Some(next) = flush(conn, io, cx, Then::Linger) {
+        return next;
+    }
+    if let Some(next) = end_whole(conn, io, cx, Then::Linger) {
         return next;
     }
     match conn.is_torn() {

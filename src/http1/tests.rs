@@ -813,7 +813,10 @@ fn a_failing_stream_closure_closes_the_connection() {
 /// How a connection's session ends, as TLS tells the client (RFC 9112
 /// §9.8): whole (close_notify) after an answer that went out whole, at
 /// once or lingering; torn (none) after one cut short, at once or
-/// lingering over a request behind it.
+/// lingering over a request behind it. Over TLS the close_notify needs room
+/// as the answers do: when the answers fill the socket it waits for room
+/// with the parked connection (it was lost, and a whole close-delimited
+/// answer looked truncated).
 #[test]
 fn a_session_ends_whole_after_a_whole_answer_and_torn_after_a_cut_one() {
     use std::io::Write;
@@ -832,12 +835,22 @@ fn a_session_ends_whole_after_a_whole_answer_and_torn_after_a_cut_one() {
         ("GET /cut HTTP/1.0\r\n\r\nGET / HTTP/1.0\r\n\r\n", false),
         ("GET /cut HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", false),
     ] {
-        let mut s = Served::new(&handler);
-        let mut io = Script::new(&[requests.as_bytes()]);
-        s.run(&mut io, None);
-        // Torn: no close_notify; a shutdown, if any, without it.
-        let ended = if whole { Some(true) } else { io.ended_whole.filter(|&w| !w) };
-        assert_eq!(io.ended_whole, ended, "{requests:?}: {}", redact_dates(&io.written));
+        let session = |tls: bool, room: Option<usize>| {
+            let mut s = Served::new(&handler);
+            let mut io = Script::new(&[requests.as_bytes()]);
+            io.tls = tls;
+            s.run(&mut io, room);
+            io
+        };
+        // The answers fill the socket exactly, or leave less room than the
+        // alert takes, in each turn.
+        let len = session(false, None).written.len();
+        for (tls, room) in [(false, None), (true, None), (true, Some(len)), (true, Some(len + 3)), (true, Some(7))] {
+            let io = session(tls, room);
+            // Torn: no close_notify; a shutdown, if any, without it.
+            let ended = if whole { Some(true) } else { io.ended_whole.filter(|&w| !w) };
+            assert_eq!(io.ended_whole, ended, "{requests:?}, tls {tls}, room {room:?}: {}", redact_dates(&io.written));
+        }
     }
 }
 

@@ -43,9 +43,16 @@ pub(crate) struct Script {
     /// The server shut its sending side.
     pub(crate) shut_write: bool,
     /// How the server ended its session, as TLS would tell the client:
-    /// `Some(true)` whole (close_notify, by a shutdown or before the
-    /// close), `Some(false)` torn (a shutdown without it).
+    /// `Some(true)` whole (close_notify reached the socket, by a shutdown
+    /// or before the close), `Some(false)` torn (a shutdown without it).
     pub(crate) ended_whole: Option<bool>,
+    /// The session is TLS as far as its end goes: close_notify is a record
+    /// that needs room like any other write. It waits in the session while
+    /// the socket is full (a flush sends it, or fails `WouldBlock`), and a
+    /// shutdown or close before it went loses it. Otherwise it always goes.
+    pub(crate) tls: bool,
+    /// Under `tls`: bytes of close_notify waiting in the session for room.
+    pub(crate) alert_left: usize,
     /// Bytes the client takes before the socket is full (`None`: no
     /// limit); a wait for room lifts the limit, as a client reading on
     /// would.
@@ -144,6 +151,13 @@ impl Read for Script {
 
 impl Write for Script {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        assert!(
+            !(self.tls && (self.alert_left > 0 || self.ended_whole == Some(true))),
+            "an answer written after close_notify"
+        );
+        if self.shut_write {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
         let n = match &mut self.room {
             Some(0) => {
                 self.disarmed = false;
@@ -161,14 +175,44 @@ impl Write for Script {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.send_alert()
+    }
+}
+
+/// Bytes of a TLS close_notify record on the wire.
+const ALERT_LEN: usize = 24;
+
+impl Script {
+    /// Under `tls`, sends what the socket takes now of the close_notify
+    /// waiting in the session (a record goes in pieces, as any write).
+    fn send_alert(&mut self) -> io::Result<()> {
+        if self.alert_left == 0 || self.shut_write {
+            return Ok(());
+        }
+        let n = match &mut self.room {
+            Some(room) => {
+                let n = self.alert_left.min(*room);
+                *room -= n;
+                n
+            }
+            None => self.alert_left,
+        };
+        self.alert_left -= n;
+        if self.alert_left > 0 {
+            self.disarmed = false;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.ended_whole.get_or_insert(true);
         Ok(())
     }
 }
 
 impl Transport for Script {
+    /// close_notify, then the end of stream: over a full TLS socket the
+    /// alert is lost and the session ends torn.
     fn shutdown_write(&mut self) {
-        self.shut_write = true;
-        self.ended_whole.get_or_insert(true);
+        self.close_notify();
+        self.shutdown_write_torn();
     }
 
     fn shutdown_write_torn(&mut self) {
@@ -177,7 +221,14 @@ impl Transport for Script {
     }
 
     fn close_notify(&mut self) {
-        self.ended_whole.get_or_insert(true);
+        if !self.tls {
+            self.ended_whole.get_or_insert(true);
+            return;
+        }
+        if self.ended_whole.is_none() && self.alert_left == 0 {
+            self.alert_left = ALERT_LEN;
+        }
+        let _ = self.send_alert();
     }
 
     /// A short read empties the socket of bytes, but not of an end of
