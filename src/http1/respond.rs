@@ -64,8 +64,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let date = *cx.scratch.date.now();
     encode_head(resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
-        upgrade(conn, io, cx, on_upgrade);
-        return Then::Close;
+        return upgrade(conn, io, cx, on_upgrade);
     }
     let then = match keep_alive {
         true => Then::KeepAlive,
@@ -199,13 +198,19 @@ pub(super) fn checked(
 }
 
 /// Sends the `101` and hands the connection, with the bytes already received
-/// after the request, to the handler's closure. The connection closes after.
-fn upgrade<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, on_upgrade: OnUpgrade) {
+/// after the request, to the handler's closure. The connection closes after;
+/// when the `101` could not be sent, as after an answer cut short.
+fn upgrade<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    on_upgrade: OnUpgrade,
+) -> Then {
     let flushed = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = flushed {
         write_failed(cx, &e);
-        return;
+        return conn.cut_short(Then::Close);
     }
     io.leave_seat();
     io.stop_pacing();
@@ -215,6 +220,7 @@ fn upgrade<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
         error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();
     }
+    Then::Close
 }
 
 /// Calls the handler; a panic becomes a `500` that closes the connection.

@@ -1277,6 +1277,31 @@ fn an_upgrade_the_request_did_not_offer_is_refused() {
     assert!(r.wire.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{}", r.wire);
 }
 
+/// A `101` the client stopped taking is an answer cut short: its closure
+/// is not called, and a TLS session ends without close_notify. (It ended
+/// with one, as after a whole answer.)
+#[test]
+fn an_upgrade_whose_101_could_not_be_sent_ends_the_session_torn() {
+    let called = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = called.clone();
+    let handler = move |_: &mut Request<'_>| {
+        let seen = seen.clone();
+        Response::upgrade(move |_| seen.store(true, std::sync::atomic::Ordering::Relaxed))
+            .with_header("Upgrade", "ping")
+    };
+    let config = Config { write_timeout: Duration::from_millis(1), ..Config::default() };
+    let mut s = Served::with_config(&handler, config);
+    let mut io = Script::new(&[format!("{UPGRADE_HEAD}\r\n").as_bytes()]);
+    io.tls = true;
+    io.release();
+    io.room = Some(10);
+    io.stalls = 1;
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert_eq!(String::from_utf8_lossy(&io.written), "HTTP/1.1 1");
+    assert!(!called.load(std::sync::atomic::Ordering::Relaxed));
+    assert_ne!(io.ended_whole, Some(true));
+}
+
 #[test]
 fn an_upgrade_whose_body_is_too_long_to_read_first_is_refused() {
     let config = Config { max_drain_bytes: 4, ..Config::default() };
