@@ -8,7 +8,7 @@
 
 use std::mem::MaybeUninit;
 
-use framing::{FramingHeaders, check_host};
+use framing::{FramingHeaders, check_host, is_userinfo};
 
 use crate::proto::{BodyKind, VCHAR, Version, is_scheme, is_token, skip, trim};
 
@@ -689,7 +689,19 @@ fn is_absolute_form(target: &[u8]) -> bool {
         return false;
     };
     let authority = rest.split(|&b| matches!(b, b'/' | b'?' | b'#')).next().unwrap_or_default();
-    let host = authority.rsplit(|&b| b == b'@').next().unwrap_or_default();
+    let (userinfo, host) = match authority.iter().rposition(|&b| b == b'@') {
+        Some(at) => (&authority[..at], &authority[at + 1..]),
+        None => (&[][..], authority),
+    };
+    // The host is what follows the last `@`, to `Request::host` as here;
+    // a parser that reads the authority another way must not find another
+    // host in it. WHATWG's URL (browsers, Node, many proxies and filters)
+    // takes `\` for `/`: to it `http://a\@b/` is host `a`, path `/@b/`,
+    // where this one would serve host `b`. So the userinfo is held to its
+    // grammar, which has no `\` and no `@` (RFC 3986 §3.2.1).
+    if !is_userinfo(userinfo) {
+        return false;
+    }
     // An empty host is refused too (RFC 9110 §4.2.1 for `http`).
     let name = host.split(|&b| b == b':').next().unwrap_or_default();
     is_scheme(scheme) && !name.is_empty() && check_host(host).is_ok()

@@ -680,6 +680,13 @@ cases! {
     /// RFC 9112 §3.2.2: a server MUST accept the absolute form.
     absolute_form_is_accepted:
         b"GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n" => [200], KeepAlive;
+    /// RFC 3986 §3.2.1: userinfo has no `\`. WHATWG's URL (browsers, Node,
+    /// many proxies) reads `\` as `/`, so host `a` and path `/@b/`: served,
+    /// it was host `b` to the handler (`Request::host`).
+    absolute_form_with_a_backslash_before_its_at_is_400:
+        b"GET http://a\\@b/ HTTP/1.1\r\nHost: a\r\n\r\n" => [400], Close;
+    absolute_form_with_two_ats_is_400:
+        b"GET http://a@b@c/ HTTP/1.1\r\nHost: c\r\n\r\n" => [400], Close;
 }
 
 // Request line and version (RFC 9112 §2.3, §3; RFC 9110 §2.5, §9.1).

@@ -225,6 +225,14 @@ fn is_ip_literal(inside: &[u8]) -> bool {
     }
 }
 
+/// `userinfo = *( unreserved / pct-encoded / sub-delims / ":" )` (RFC
+/// 3986 §3.2.1), the part of an absolute-form target's authority before
+/// its `@`; empty when there is none.
+pub(super) fn is_userinfo(userinfo: &[u8]) -> bool {
+    // A comma is a sub-delim too: refused in a name only for `Host`'s sake.
+    userinfo.split(|&b| b == b',').all(|part| is_reg_name(part, true))
+}
+
 /// `*( unreserved / pct-encoded / sub-delims )` (a comma aside), and
 /// colons when `colons`.
 fn is_reg_name(mut name: &[u8], colons: bool) -> bool {

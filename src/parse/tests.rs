@@ -630,6 +630,8 @@ fn a_target_must_have_a_form_its_method_takes() {
         b"GET http://hypnotoad.org:1234?hail=all HTTP/1.1",
         b"POST svn+ssh://a/b HTTP/1.1",
         b"GET http://a%12:b!&*$@hypnotoad.org:1234/toto HTTP/1.1",
+        b"GET http://u,v:p@a.example/ HTTP/1.1",
+        b"GET http://@a.example/ HTTP/1.1",
         b"GET http://[::1]:8080/x HTTP/1.1",
         b"OPTIONS * HTTP/1.1",
         b"OPTIONS /x HTTP/1.1",
@@ -661,6 +663,9 @@ fn a_target_must_have_a_form_its_method_takes() {
         b"GET http:///x HTTP/1.1",
         b"GET http://:80/x HTTP/1.1",
         b"GET http://[example.com]/ HTTP/1.1",
+        b"GET http://a.example\\@b.example/ HTTP/1.1",
+        b"GET http://a@b@c/ HTTP/1.1",
+        b"GET http://a%zz@c/ HTTP/1.1",
     ];
     for (line, ok) in valid.iter().map(|l| (l, true)).chain(invalid.iter().map(|l| (l, false))) {
         let head = [*line, b"\r\nHost: a\r\n\r\n"].concat();
