@@ -487,7 +487,13 @@ pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
         return Downgrade::Refused;
     };
     match (&mut line[second_space + 1..], complete) {
-        ([b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9', b'\r'], true) => {
+        // A line ended by a bare LF too: parsed again, it is refused for
+        // that (400), as an `HTTP/1.1` one is, not for a version served.
+        (
+            [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9', b'\r']
+            | [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor @ b'2'..=b'9'],
+            true,
+        ) => {
             *minor = b'1';
             Downgrade::Rewritten
         }

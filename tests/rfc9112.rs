@@ -700,6 +700,9 @@ cases! {
     /// version we implement SHOULD be processed as the highest minor we do
     /// (1.1), not refused with 505.
     http12_is_served_as_http11: b"GET / HTTP/1.2\r\nHost: a\r\n\r\n" => [200], KeepAlive;
+    /// ...so its bare LF line ends are refused as an HTTP/1.1 request's
+    /// are (400), not its version (505).
+    http12_with_bare_lf_line_ends_is_400_as_http11: b"GET / HTTP/1.2\nHost: a\n\n" => [400], Close;
     /// HTTP/0.9 (no version) is not supported; llhttp accepts it.
     http09_request_line_is_400: b"GET /\r\n\r\n" => [400], Close;
     /// RFC 9110 §9.1: an unrecognised method SHOULD get 501. httpool knows

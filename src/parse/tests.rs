@@ -191,6 +191,11 @@ fn higher_minor_versions_are_read_as_http11() {
     let mut after_empty_lines = b"\r\n\r\nGET / HTTP/1.9\r\nHost: a\r\n\r\n".to_vec();
     assert_eq!(downgrade_minor_version(&mut after_empty_lines), Downgrade::Rewritten);
     assert_eq!(parse(&after_empty_lines).unwrap().unwrap().version, Version::Http11);
+    // A line ended by a bare LF is refused for that, as an HTTP/1.1 one is:
+    // it was a 505, as if HTTP/1.2 were not served.
+    let mut bare_lf = b"GET / HTTP/1.2\nHost: a\n\n".to_vec();
+    assert_eq!(downgrade_minor_version(&mut bare_lf), Downgrade::Rewritten);
+    assert_eq!(parse(&bare_lf), Err(Malformed("bare LF in the head")));
     // httparse refuses the version as soon as its minor digit is in.
     for unfinished in [&b"GET / HTTP/1.2"[..], b"GET / HTTP/1.5\r", b"\r\nGET / HTTP/1.2"] {
         assert_eq!(parse(unfinished), Err(ParseError::Version), "{unfinished:?}");
