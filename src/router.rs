@@ -442,10 +442,12 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
 }
 
 impl<S> Router<S> {
-    /// Every method routed anywhere, for `OPTIONS *`.
+    /// Every method routed anywhere, for `OPTIONS *`. A mount takes any
+    /// method and lists none (its `allow` is empty, not a list).
     fn all_methods(&self) -> String {
         let mut all: Vec<&str> = Vec::new();
-        for method in self.paths.iter().flat_map(|path| path.allow.split(", ")) {
+        let routed = self.paths.iter().filter(|path| path.any.is_none());
+        for method in routed.flat_map(|path| path.allow.split(", ")) {
             if !all.contains(&method) {
                 all.push(method);
             }

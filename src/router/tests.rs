@@ -239,3 +239,19 @@ fn routes_go_before_mounts_and_mounts_take_the_other_methods() {
     assert_eq!(TestRequest::get("/api/v2x").send(&app).text(), "api GET", "a prefix covers whole segments");
     assert_eq!(TestRequest::get("/other").send(&app).status(), 404);
 }
+
+/// `OPTIONS *` lists the methods of the routes; a mount, which takes any
+/// method, adds none. (Its empty list was joined in: a trailing `, `,
+/// which made the answer a `500`, a leading `, `, or an empty `Allow`.)
+#[test]
+fn options_star_beside_a_mount_lists_the_routed_methods() {
+    let mount = |_req: &mut Request<'_>| "mounted";
+    let after = Router::new().get("/", |_req| "home").mount("/static", mount);
+    let before = Router::new().mount("/static", mount).get("/", |_req| "home");
+    for app in [after, before] {
+        let resp = TestRequest::method("OPTIONS", "*").send(&app);
+        assert_eq!((resp.status(), resp.header("allow")), (204, Some("GET, HEAD, OPTIONS")));
+    }
+    let resp = TestRequest::method("OPTIONS", "*").send(&Router::new().mount("/static", mount));
+    assert_eq!((resp.status(), resp.header("allow")), (204, Some("OPTIONS")));
+}
