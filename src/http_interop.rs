@@ -62,6 +62,22 @@ mod tests {
         assert!(plan(&resp, Version::Http11, false).is_ok());
     }
 
+    /// The path and query a handler reads are those of the `http` crate's
+    /// URI, a fragment (which some clients send) in neither: middleware
+    /// on `to_http` and the router see the same path.
+    #[test]
+    fn path_and_query_agree_with_the_http_uri() {
+        for target in
+            ["/a?x=1", "/a#b", "/a?x=1#b", "/a#b?x=1", "http://example.com#/admin", "http://example.com/a?x#y"]
+        {
+            let raw = format!("GET {target} HTTP/1.1\r\nHost: example.com\r\n\r\n");
+            crate::request_fixture::with_request(raw.as_bytes(), |req| {
+                let uri = req.to_http().unwrap().uri().clone();
+                assert_eq!((req.path(), req.query()), (uri.path(), uri.query()), "{target}");
+            });
+        }
+    }
+
     #[test]
     fn non_utf8_header_values_make_the_response_invalid() {
         let value = http::HeaderValue::from_bytes(b"\xff").unwrap();

@@ -14,12 +14,16 @@ use crate::parse::{Head, HeaderSpan};
 /// Most bytes `read_body` reserves ahead on a `Content-Length`'s word.
 const PREALLOCATE_MAX: u64 = 1 << 20;
 
-/// Where the query starts. A byte search, not `split_once('?')`: core's
-/// char searcher is inlined on the hot path only while few callers in the
-/// crate share it (with one more, `Request::path` cost 34 more instructions
-/// per request under callgrind), and this must not depend on the rest.
-fn question_mark(target: &str) -> Option<usize> {
-    target.bytes().position(|b| b == b'?')
+/// Where the path ends: at the `?` that starts the query or the `#` that
+/// starts a fragment, whichever comes first. A fragment is no part of a
+/// request target (RFC 9112 §3.2), but a client may send one; it is
+/// neither path nor query, as the `http` crate and URL parsers read it.
+/// A byte search, not `split_once('?')`: core's char searcher is inlined
+/// on the hot path only while few callers in the crate share it (with one
+/// more, `Request::path` cost 34 more instructions per request under
+/// callgrind), and this must not depend on the rest.
+fn path_end(target: &str) -> Option<usize> {
+    target.bytes().position(|b| b == b'?' || b == b'#')
 }
 
 /// The path of a target (before its query) that does not start with `/`:
@@ -73,7 +77,7 @@ fn text(head: &[u8], (start, len): (u32, u32)) -> &str {
 /// before the call).
 pub(crate) fn route<'a>(head: &'a [u8], parsed: &Head) -> (&'a str, &'a str) {
     let target = text(head, parsed.target);
-    (method_text(head, parsed.method), path_of(&target[..question_mark(target).unwrap_or(target.len())]))
+    (method_text(head, parsed.method), path_of(&target[..path_end(target).unwrap_or(target.len())]))
 }
 
 /// The path a target's part before its query stands for: itself when it
@@ -94,7 +98,7 @@ pub struct Request<'a> {
     /// for them again and again).
     method: &'a str,
     target: &'a str,
-    /// Where the path ends in the target (at `?`, or its end). Targets are
+    /// Where the path ends in the target (at `?` or `#`, or its end). Targets are
     /// shorter than the head, whose offsets fit in `u32`.
     path_end: u32,
     headers: Headers<'a>,
@@ -121,7 +125,7 @@ impl<'a> Request<'a> {
             parsed,
             method,
             target,
-            path_end: question_mark(target).unwrap_or(target.len()) as u32,
+            path_end: path_end(target).unwrap_or(target.len()) as u32,
             headers: Headers::new(head, spans),
             peer,
             tls,
@@ -144,21 +148,28 @@ impl<'a> Request<'a> {
         self.target
     }
 
-    /// The path part of the target (before `?`), still percent-encoded. Of
-    /// a target in absolute form (`http://example.com/a?b`, which clients
-    /// send to proxies and a server must accept, RFC 9112 §3.2.2), the path
-    /// after the authority: `/a` (`/` when it is empty).
+    /// The path part of the target (before `?`, and before a `#` a client
+    /// sent a fragment with), still percent-encoded. Of a target in
+    /// absolute form (`http://example.com/a?b`, which clients send to
+    /// proxies and a server must accept, RFC 9112 §3.2.2), the path after
+    /// the authority: `/a` (`/` when it is empty).
     #[inline]
     pub fn path(&self) -> &str {
-        // `?`, `/` and `:` are ASCII: each side of them is a char boundary.
+        // `?`, `#`, `/` and `:` are ASCII: each side of them is a char boundary.
         path_of(&self.target[..self.path_end as usize])
     }
 
-    /// The query part of the target (after `?`), if any.
+    /// The query part of the target (after `?`, up to a `#` a client sent
+    /// a fragment with), if any.
     #[inline]
     pub fn query(&self) -> Option<&str> {
         let end = self.path_end as usize;
-        self.target.get(end + 1..).filter(|_| end < self.target.len())
+        if self.target.as_bytes().get(end) != Some(&b'?') {
+            return None;
+        }
+        // `?` and `#` are ASCII: each side of them is a char boundary.
+        let query = &self.target[end + 1..];
+        Some(&query[..query.bytes().position(|b| b == b'#').unwrap_or(query.len())])
     }
 
     /// The host the request is for, with its port if one was given
@@ -358,6 +369,16 @@ mod tests {
             // Not a scheme: taken as it is.
             ("*", "*", None),
             ("/x://y", "/x://y", None),
+            // A fragment (no part of a request target, but sent by some
+            // clients) is neither path nor query, as the `http` crate and
+            // URL parsers read it: it hid the authority's end, and a path
+            // in it was routed.
+            ("/a#b", "/a", None),
+            ("/a?x=1#b", "/a", Some("x=1")),
+            ("/a#b?x=1", "/a", None),
+            ("/a?#b", "/a", Some("")),
+            ("http://example.com#/admin", "/", None),
+            ("http://example.com/a#/admin?x", "/a", None),
         ] {
             let (t, p, q) = parts(target);
             assert_eq!(t, target);
