@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use self::answer::{answer, directory_location};
+use self::answer::{answer, directory_location, respelled_location};
 use self::cache::{Cache, Entry, FileId};
 use crate::handler::Handler;
 use crate::request::Request;
@@ -37,6 +37,13 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 /// - A directory serves its `index.html` ([`ServeDir::index_file`]); asked
 ///   for without its trailing `/`, it answers `301` to the path with one
 ///   (so relative links in the page resolve inside it). No listings.
+/// - A path spelled otherwise than its plain form (`//a`, `/./a`, `/%61`,
+///   lowercase escapes) answers `308` to the plain form: a router's routes
+///   in front (a guard on `/private/…`) see the path the file is found by,
+///   which `/%70rivate/…` would otherwise get past. (On a file system that
+///   ignores case, as Windows' and macOS's do by default, `/Private/…`
+///   still finds the same file: keep what a route must guard out of the
+///   root.)
 /// - No way out of the root: the path is percent-decoded segment by
 ///   segment, `..` and segments that decode to hold `/`, `\` or NUL are
 ///   refused (`403`), a bad escape is `400`, and the file found must still
@@ -86,6 +93,9 @@ enum Found {
     File(Arc<Entry>, Option<File>),
     /// A directory asked for without its trailing `/`.
     Directory,
+    /// A path spelled another way than this server spells it (see
+    /// [`path::respelled`]): the client is sent to that spelling.
+    Respelled(String),
     Refused(u16),
 }
 
@@ -148,11 +158,17 @@ impl ServeDir {
             None => Found::Refused(404),
             // The prefix itself, without its `/`.
             Some("") => Found::Directory,
-            Some(raw) => self.lookup(raw, is_head),
+            Some(raw) => match path::respelled(raw, self.hidden) {
+                Some(path) => Found::Respelled(path),
+                None => self.lookup(raw, is_head),
+            },
         };
         match found {
             Found::File(entry, file) => answer(req, &entry, file, is_head),
             Found::Directory => Response::redirect(301, directory_location(req)),
+            Found::Respelled(path) => {
+                Response::redirect(308, respelled_location(req, self.prefix.as_deref().unwrap_or(""), &path))
+            }
             Found::Refused(code) => Response::status(code),
         }
     }

@@ -103,6 +103,19 @@ pub(super) fn directory_location(req: &Request<'_>) -> String {
     location
 }
 
+/// Where a path spelled another way is sent: the prefix, the plain
+/// spelling of the rest (`/` first), and the query kept.
+pub(super) fn respelled_location(req: &Request<'_>, prefix: &str, path: &str) -> String {
+    let mut location = String::with_capacity(prefix.len() + path.len() + req.query().map_or(0, |q| q.len() + 1));
+    location.push_str(prefix);
+    location.push_str(path);
+    if let Some(query) = req.query() {
+        location.push('?');
+        push_uri_safe(&mut location, query);
+    }
+    location
+}
+
 fn push_uri_safe(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {

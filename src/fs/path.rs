@@ -50,6 +50,44 @@ pub(crate) fn target(raw: &str, hidden: bool) -> Result<Target<'_>, u16> {
     Ok(Target { rel: Cow::Owned(rel), dir: dir || last_is_dot })
 }
 
+/// The plain spelling of `raw` (the request path below the prefix, `/`
+/// first) when it is spelled otherwise: empty and `.` segments dropped,
+/// escapes decoded, and each segment percent-encoded again only where a
+/// segment needs it (RFC 3986 §3.3: every byte but a `pchar`'s), in
+/// uppercase hex; `/` last for a directory. `None` when `raw` is plain
+/// already, or refused (the lookup answers it).
+///
+/// A router in front matches paths as they are spelled; the file is found
+/// by the decoded path. Without this, `/%70rivate/key` or `//private/key`
+/// would miss a route guarding `/private/…` and still reach the file.
+pub(crate) fn respelled(raw: &str, hidden: bool) -> Option<String> {
+    let rest = raw.strip_prefix('/')?;
+    if is_plain(rest) {
+        return None;
+    }
+    let target = target(raw, hidden).ok()?;
+    let mut plain = String::with_capacity(raw.len());
+    for segment in target.rel.split('/').filter(|s| !s.is_empty()) {
+        plain.push('/');
+        for &b in segment.as_bytes() {
+            match is_pchar(b) {
+                true => plain.push(char::from(b)),
+                false => plain.push_str(&format!("%{b:02X}")),
+            }
+        }
+    }
+    if target.dir || plain.is_empty() {
+        plain.push('/');
+    }
+    (plain != raw).then_some(plain)
+}
+
+/// RFC 3986 §3.3 `pchar` less `pct-encoded`: unreserved, sub-delims, `:`
+/// and `@`.
+fn is_pchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b)
+}
+
 /// Nothing to decode or drop: no escape, no backslash, no empty segment
 /// and no segment starting with `.`.
 fn is_plain(rest: &str) -> bool {
@@ -84,6 +122,28 @@ mod tests {
         assert_eq!(ok("/a/%2e"), ("a".into(), true, false));
         assert_eq!(ok("/./a"), ("a".into(), false, false));
         assert_eq!(ok("/a%20b/"), ("a b".into(), true, false));
+    }
+
+    /// Another spelling of a path is sent to the plain one; a plain one,
+    /// or one that needs its escapes, stays.
+    #[test]
+    fn other_spellings_are_sent_to_the_plain_one() {
+        for (raw, plain) in [
+            ("/%70rivate/key", "/private/key"),
+            ("//private/key", "/private/key"),
+            ("/./private/key", "/private/key"),
+            ("/private/./key", "/private/key"),
+            ("/private//key", "/private/key"),
+            ("/a/.", "/a/"),
+            ("//", "/"),
+            ("/caf%c3%a9", "/caf%C3%A9"),
+            ("/a%21b", "/a!b"),
+        ] {
+            assert_eq!(respelled(raw, false).as_deref(), Some(plain), "{raw}");
+        }
+        for raw in ["/", "/a/b.txt", "/dir/", "/caf%C3%A9/", "/a%20b", "/a%3Fb", "/a%25b", "/..", "/%zz", "/.env"] {
+            assert_eq!(respelled(raw, false), None, "{raw}");
+        }
     }
 
     #[test]
