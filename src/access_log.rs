@@ -28,7 +28,7 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 /// Fields: client address (`-` on a Unix socket), identity and user (always
 /// `-`), the time the request reached the handler (UTC), the request line,
 /// the status sent, the body bytes (`-` for none, or a streamed body of
-/// unknown length), `Referer` and `User-Agent` (`-` when absent; quotes,
+/// unknown length; none for a `HEAD` request or a `2xx` to `CONNECT`), `Referer` and `User-Agent` (`-` when absent; quotes,
 /// backslashes and bytes outside printable ASCII written as `\"`, `\\` and
 /// `\xHH`, so a client cannot forge a line), and the duration.
 /// [`LogFormat::Common`] leaves out `Referer` and `User-Agent`.
@@ -128,6 +128,9 @@ fn sent(req: &Request<'_>, resp: &Response) -> (u16, Option<u64>) {
     }
     match plan(resp, req.version(), is_head) {
         Err(_) => crate_answer(500),
+        // A `2xx` to `CONNECT` goes out with no body: the server runs no
+        // tunnel (`http1::respond::checked`).
+        Ok(_) if req.method() == "CONNECT" && (200..300).contains(&resp.status) => (resp.status, None),
         Ok(ResponseFraming::Length(n)) if n > 0 => (resp.status, Some(n)),
         Ok(ResponseFraming::Chunked | ResponseFraming::CloseDelimited) => match &resp.body {
             Payload::Reader { len: Some(n), .. } => (resp.status, Some(*n)),

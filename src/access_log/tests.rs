@@ -173,3 +173,15 @@ fn clf_times_in_utc() {
     push_clf_time(&mut out, UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_723));
     assert_eq!(out, "29/Feb/2000:01:02:03 +0000");
 }
+
+/// A `2xx` to `CONNECT` goes out with no body (the server runs no tunnel,
+/// RFC 9110 §9.3.6): no body bytes are logged for it.
+#[test]
+fn a_2xx_to_connect_is_logged_with_no_body_bytes() {
+    capture();
+    let handler = access_log(|_: &mut Request<'_>| Response::text("tunnel"));
+    let resp = crate::test::TestRequest::method("CONNECT", "markerA.example:443").send(&handler);
+    assert_eq!((resp.status(), resp.body()), (200, &b""[..]));
+    let line = redacted(&logged("markerA"));
+    assert!(line.ends_with("\"CONNECT markerA.example:443 HTTP/1.1\" 200 - \"-\" \"-\" D"), "{line}");
+}
