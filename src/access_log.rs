@@ -35,7 +35,9 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 ///
 /// The status is the one the client gets: `500` for a response the crate
 /// refuses (an invalid header) or a handler that panicked, the crate's own
-/// `400`/`413`/`408` when reading the request body failed. The duration is
+/// `400`/`413`/`408` when reading the request body failed (the handler's
+/// read, or the server's of a body the handler left unread: the wrapper
+/// reads that rest itself, after the handler, as the server would next). The duration is
 /// the handler's: a body the crate sends afterwards (a file, a stream) is
 /// not in it. Wrap `httpool::compress` (feature `compression`) inside it,
 /// `access_log(compress(handler))`, to log the bytes actually sent.
@@ -102,11 +104,13 @@ impl<H: Handler> Handler for AccessLog<H> {
         let (at, started) = (SystemTime::now(), Instant::now());
         let outcome = catch_unwind(AssertUnwindSafe(|| self.inner.handle(req)));
         let took = started.elapsed();
-        let (status, bytes) = match &outcome {
-            Ok(resp) => sent(req, resp),
-            // The crate answers a panic with its 500, after logging it.
-            Err(_) => (500, (req.method() != "HEAD").then(|| reason_len(500))),
-        };
+        // What the handler left of the body is read once it returns, and a
+        // failure there changes the answer: read it now (as the connection
+        // loop would next, which then finds it done) to log that answer.
+        let resp = outcome.as_ref().ok();
+        let upgrading = resp.is_some_and(|r| r.upgrade.is_some() && crate::upgrade::refusal(req, r).is_none());
+        let drained = req.settle_body(upgrading);
+        let (status, bytes) = sent(req, resp, drained);
         let line = Line { remote: req.peer_addr().map(|a| a.ip()), at, request: req, status, bytes, took };
         log::info!(target: ACCESS_LOG_TARGET, "{}", line.format(self.format));
         match outcome {
@@ -116,15 +120,24 @@ impl<H: Handler> Handler for AccessLog<H> {
     }
 }
 
-/// The status and body length the client will get for `resp`.
-fn sent(req: &Request<'_>, resp: &Response) -> (u16, Option<u64>) {
+/// The status and body length the client will get for `resp` (`None`: the
+/// handler panicked), the request body read to its end or not (`drained`).
+fn sent(req: &Request<'_>, resp: Option<&Response>, drained: bool) -> (u16, Option<u64>) {
     let is_head = req.method() == "HEAD";
     let crate_answer = |code| (code, (!is_head).then(|| reason_len(code)));
     if let Some(code) = req.body_failure_status() {
         return crate_answer(code);
     }
-    if resp.upgrade.is_some() && crate::upgrade::refusal(req, resp).is_some() {
-        return crate_answer(500);
+    // The crate answers a panic with its 500, after logging it.
+    let Some(resp) = resp else { return crate_answer(500) };
+    if resp.upgrade.is_some() {
+        if crate::upgrade::refusal(req, resp).is_some() {
+            return crate_answer(500);
+        }
+        // The switch is off when the body before it could not be read.
+        if !drained {
+            return crate_answer(413);
+        }
     }
     match plan(resp, req.version(), is_head) {
         Err(_) => crate_answer(500),

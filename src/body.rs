@@ -330,6 +330,9 @@ pub struct Body<'a> {
     deadline: Option<Instant>,
     send_continue: bool,
     error: Option<BodyError>,
+    /// What [`Body::settle`] found, once it has run: whether the body was
+    /// read to its end.
+    settled: Option<bool>,
 }
 
 /// The bounds one body is read under.
@@ -349,6 +352,9 @@ pub(crate) struct BodyBounds {
     /// read, to keep the connection; a slower client is closed after the
     /// response.
     pub(crate) drain_wait: Duration,
+    /// Most unread body bytes discarded after the handler returns
+    /// (`Server::max_drain_bytes`).
+    pub(crate) max_drain: u64,
 }
 
 /// What the connection needs to know once the handler is done with a body.
@@ -389,6 +395,7 @@ impl<'a> Body<'a> {
             deadline: None,
             send_continue,
             error: None,
+            settled: None,
         }
     }
 
@@ -581,6 +588,23 @@ impl<'a> Body<'a> {
             return false;
         }
         self.drain(max)
+    }
+
+    /// Reads what the handler left of the body, once the handler is done
+    /// with it: before a protocol switch (`upgrading`) as
+    /// [`Body::drain_before_upgrade`], else as [`Body::drain`], up to the
+    /// server's `max_drain_bytes`. True when the body was read to its end.
+    /// Runs once: a later call returns the first one's answer (the access
+    /// log settles the body before the connection loop does, so as to log
+    /// the answer a failure here puts in the handler's place).
+    pub(crate) fn settle(&mut self, upgrading: bool) -> bool {
+        if let Some(done) = self.settled {
+            return done;
+        }
+        let max = self.bounds.max_drain;
+        let done = if upgrading { self.drain_before_upgrade(max) } else { self.is_complete() || self.drain(max) };
+        self.settled = Some(done);
+        done
     }
 
     pub(crate) fn finish(self) -> BodyEnd {

@@ -216,6 +216,7 @@ impl Config {
             total_timeout: self.body_timeout,
             min_rate: self.body_min_rate,
             drain_wait: self.drain_wait,
+            max_drain: self.max_drain_bytes,
         }
     }
 

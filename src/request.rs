@@ -317,6 +317,13 @@ impl<'a> Request<'a> {
         String::from_utf8(self.read_body(limit)?).map_err(|_| Error::invalid_utf8())
     }
 
+    /// Reads what the handler left of the body, as the connection loop
+    /// does after it returns: see [`Body::settle`].
+    #[cfg(feature = "log")]
+    pub(crate) fn settle_body(&mut self, upgrading: bool) -> bool {
+        self.body.settle(upgrading)
+    }
+
     pub(crate) fn into_body(self) -> Body<'a> {
         self.body
     }

@@ -185,3 +185,41 @@ fn a_2xx_to_connect_is_logged_with_no_body_bytes() {
     let line = redacted(&logged("markerA"));
     assert!(line.ends_with("\"CONNECT markerA.example:443 HTTP/1.1\" 200 - \"-\" \"-\" D"), "{line}");
 }
+
+/// A body the handler left unread is read after it returns; when that read
+/// fails (a malformed chunk, a body past the limit), the client gets the
+/// crate's `400` or `413` instead of the handler's answer, and that is what
+/// is logged.
+#[test]
+fn an_unread_body_that_fails_after_the_handler_is_logged_as_the_crates_answer() {
+    use crate::test::{TestRequest, TestServer};
+    capture();
+    let server =
+        TestServer::from_handler(access_log(|_: &mut Request<'_>| Response::text("ignored"))).max_body_bytes(4);
+    let malformed = TestRequest::post("/markerB").header("Transfer-Encoding", "chunked").body("zz\r\n\r\n");
+    let too_large = TestRequest::post("/markerC").chunked().body("0123456789");
+    for (req, marker, status, bytes) in [(malformed, "markerB", 400, 11), (too_large, "markerC", 413, 17)] {
+        let resp = server.send(req);
+        assert_eq!((resp.status(), resp.body().len()), (status, bytes), "{marker}");
+        let line = redacted(&logged(marker));
+        assert!(line.ends_with(&format!("\" {status} {bytes} \"-\" \"-\" D")), "{line}");
+    }
+}
+
+/// An upgrade whose request body is longer than the server reads before a
+/// switch is refused with `413`, and logged so.
+#[test]
+fn an_upgrade_refused_for_its_unread_body_is_logged_as_its_413() {
+    use crate::test::{TestRequest, TestServer};
+    capture();
+    let handler = access_log(|_: &mut Request<'_>| Response::upgrade(|_| {}).with_header("Upgrade", "echo"));
+    let server = TestServer::from_handler(handler).max_drain_bytes(1);
+    let req = TestRequest::post("/markerD")
+        .header("Connection", "upgrade")
+        .header("Upgrade", "echo")
+        .body(vec![b'x'; 10_000]);
+    let resp = server.send(req);
+    assert_eq!(resp.status(), 413);
+    let line = redacted(&logged("markerD"));
+    assert!(line.ends_with("\" 413 17 \"-\" \"-\" D"), "{line}");
+}

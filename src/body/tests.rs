@@ -266,6 +266,7 @@ fn body_over<'a>(
         total_timeout: Duration::from_secs(60),
         min_rate: 0,
         drain_wait: Duration::from_secs(1),
+        max_drain: crate::config::DEFAULT_MAX_DRAIN_BYTES,
     };
     Body::new(kind, io, buf, buffered.len(), bounds, expect)
 }
@@ -360,6 +361,7 @@ fn the_whole_body_has_a_deadline() {
         total_timeout: Duration::ZERO,
         min_rate: 0,
         drain_wait: Duration::from_secs(1),
+        max_drain: crate::config::DEFAULT_MAX_DRAIN_BYTES,
     };
     let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);
     let err = body.read(&mut [0; 8]).unwrap_err();

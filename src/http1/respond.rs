@@ -133,14 +133,11 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         cx.seat.route_ran(req.method(), req.path(), ran);
     }
     let mut body = req.into_body();
-    let drained = if upgrading {
-        // The body comes before the other protocol's bytes: it is read
-        // whole (after a `100 Continue` when asked, RFC 9110 §7.8) before
-        // the switch, or the switch is off.
-        body.drain_before_upgrade(cx.config.max_drain_bytes)
-    } else {
-        body.is_complete() || body.drain(cx.config.max_drain_bytes)
-    };
+    // Before an upgrade the body comes before the other protocol's bytes:
+    // it is read whole (after a `100 Continue` when asked, RFC 9110 §7.8)
+    // before the switch, or the switch is off. (Settled already when the
+    // handler is wrapped in `access_log`: the same answer again.)
+    let drained = body.settle(upgrading);
     let end = body.finish();
     let head_end = start + head.len;
     conn.consumed(head_end + end.pos, head_end + end.end);
