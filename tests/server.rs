@@ -402,6 +402,21 @@ fn stats_count_connections_and_requests() {
     assert!(server.shutdown());
 }
 
+/// A request whose client stopped sending in the middle of its body, while
+/// the handler read it, gets no answer (none could reach the client): it
+/// counts as an I/O error, not as a response written.
+#[test]
+fn a_request_whose_body_was_cut_short_counts_no_response() {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).body_buffer_bytes(0).spawn(echo).unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+    conn.get_ref().shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(closed(&mut conn), "no answer");
+    let stats = common::wait_for(&server, "the I/O error", |s| s.io_errors == 1);
+    assert_eq!(stats.requests, 0, "{stats:?}");
+    assert!(server.shutdown());
+}
+
 #[test]
 fn files_are_sent_whole_or_from_a_position() {
     use std::io::{Seek, SeekFrom, Write};

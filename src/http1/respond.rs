@@ -52,13 +52,14 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let mut answer = None;
     let Exchange { is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head, &mut answer);
     conn.requests += 1;
-    cx.counters.requests(cx.scratch.stripe, 1);
     let resp = match body_error {
+        // No answer can reach the client: none is counted.
         Some(None) => return Then::Abort,
         Some(Some(code)) => answer.insert(error_response(code)),
         // `call` always leaves an answer (a panic's is a `500`).
         None => answer.get_or_insert_with(|| error_response(500)),
     };
+    cx.counters.requests(cx.scratch.stripe, 1);
     let framing = checked(resp, &head, is_head, is_connect, &cx.peer);
     let keep_alive = keep_alive(&head, resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
