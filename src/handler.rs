@@ -197,7 +197,7 @@ impl IntoResponse for io::Error {
 
 fn response_for_error(e: &Error) -> Response {
     let code = e.status();
-    debug!("handler answered an error: {e}; sending {code}");
+    debug!("handler answered an error: {}; sending {code}", crate::logging::Escaped(e));
     if code < 500 {
         Response::text(format!("{e}\n")).with_status(code)
     } else {

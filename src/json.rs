@@ -154,7 +154,7 @@ impl From<Error> for JsonError {
     fn from(e: Error) -> JsonError {
         match e.status() {
             status @ 500.. => {
-                error!("handler failed: {e}; answering {status}");
+                error!("handler failed: {}; answering {status}", crate::logging::Escaped(&e));
                 JsonError::new(status, crate::status::reason(status))
             }
             status => JsonError::new(status, e),
