@@ -37,10 +37,14 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 /// refuses (an invalid header) or a handler that panicked, the crate's own
 /// `400`/`413`/`408` when reading the request body failed (the handler's
 /// read, or the server's of a body the handler left unread: the wrapper
-/// reads that rest itself, after the handler, as the server would next). The duration is
-/// the handler's: a body the crate sends afterwards (a file, a stream) is
-/// not in it. Wrap `httpool::compress` (feature `compression`) inside it,
-/// `access_log(compress(handler))`, to log the bytes actually sent.
+/// reads that rest itself, after the handler, as the server would next).
+/// The duration is the handler's: a body the crate sends afterwards (a
+/// file, a stream) is not in it. The byte count is the body's length as
+/// answered, written before it is sent: an answer the client stops taking,
+/// or a stream that fails, is logged at the length it would have had (a
+/// stream of unknown length is `-`). Wrap `httpool::compress` (feature
+/// `compression`) inside it, `access_log(compress(handler))`, to log the
+/// bytes actually sent.
 ///
 /// **The lines go to the `log` facade, which writes nothing until the
 /// program installs a logger** (`env_logger`, `simplelog`, a

@@ -682,6 +682,10 @@ impl ServerHandle {
     /// that retired earlier, idle, were let go when they finished their
     /// loop: their thread-local destructors — a handler's per-thread
     /// database connection, say — may still be running.)
+    ///
+    /// A handler of this server that stops it uses a [`ShutdownSignal`]:
+    /// this call, made there, would wait for its own worker (until the
+    /// grace period is over, or for ever under `Duration::MAX`).
     pub fn shutdown(self) -> bool {
         self.signal().shutdown();
         self.join()

@@ -32,7 +32,9 @@ pub struct Stats {
     /// Accept and socket errors other than timeouts.
     pub io_errors: u64,
     /// Connections answered `503` because the server was saturated
-    /// ([`Overload::Reject`](crate::Overload::Reject)).
+    /// ([`Overload::Reject`](crate::Overload::Reject)), and requests
+    /// answered `503` because every place for a worker waiting on a body
+    /// was taken ([`Server::max_body_waits`](crate::Server::max_body_waits)).
     pub rejected: u64,
     /// Response bytes held for clients slow to take them (see
     /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).

@@ -1,9 +1,11 @@
 //! A query string or a form body into a type of the application's
 //! (feature `forms`): serde over the same `application/x-www-form-urlencoded`
-//! decoding as [`Request::query_pairs`] and [`Request::form`], as HTML forms
-//! send them (`serde_html_form`: a name repeated, as by a multiple select or
+//! decoding as [`Request::query_pairs`], as HTML forms send them
+//! (`serde_html_form`: a name repeated, as by a multiple select or
 //! same-named checkboxes, fills a `Vec`; an empty value is `None` for an
 //! `Option`), and a `400` that names the field when a value does not fit.
+//! Bytes that do not decode to UTF-8 read as U+FFFD, as in
+//! [`Request::query_pairs`] (where [`Request::form`] refuses them).
 
 use serde::de::DeserializeOwned;
 
