@@ -2,7 +2,7 @@
 //! handler.
 
 use std::borrow::Cow;
-use std::io::Write;
+use std::io::{self, Read, Write};
 
 use flate2::Compression;
 use flate2::read::GzEncoder as GzReader;
@@ -164,7 +164,11 @@ impl<H> Compress<H> {
     fn encode(&self, resp: &mut Response) {
         let level = Compression::new(self.level);
         let gzipped = match std::mem::replace(&mut resp.body, Payload::Static(b"")) {
-            Payload::Reader { reader, .. } => {
+            Payload::Reader { reader, len } => {
+                let reader: Box<dyn Read + Send> = match len {
+                    Some(len) => Box::new(Exactly { inner: reader.take(len), left: len }),
+                    None => reader,
+                };
                 Ok(Payload::Reader { reader: Box::new(GzReader::new(reader, level)), len: None })
             }
             body => match body.in_memory().and_then(|b| gzip(b, level)) {
@@ -179,6 +183,27 @@ impl<H> Compress<H> {
             }
             Err(body) => resp.body = body,
         }
+    }
+}
+
+/// The first `left` bytes of a reader given a length: what its identity
+/// answer sends (RFC 9112 §6.3). A reader that ends sooner fails, so the
+/// gzipped answer is cut short as the identity one is (the connection
+/// closes before its `Content-Length`), rather than end whole, its gzip
+/// trailer vouching for a truncated body.
+struct Exactly {
+    inner: io::Take<Box<dyn Read + Send>>,
+    left: u64,
+}
+
+impl Read for Exactly {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && self.left > 0 && !buf.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "body shorter than its length"));
+        }
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 

@@ -178,6 +178,28 @@ fn gzip_over_a_socket() {
     assert!(server.shutdown());
 }
 
+/// A reader that ends before the length it was given: the identity answer
+/// is cut short (the connection closes before its `Content-Length`), and
+/// so must the gzipped one be. It ended with the last chunk and a whole
+/// gzip stream, a truncated body the client took as complete.
+#[cfg(feature = "compression")]
+#[test]
+fn a_gzipped_reader_that_ends_early_is_cut_short() {
+    let server = spawn(httpool::compress(|_: &mut Request| {
+        let page = "<p>compress me</p>\n".repeat(100);
+        let len = page.len() as u64 + 1;
+        Response::reader(std::io::Cursor::new(page), Some(len)).with_content_type("text/html")
+    }));
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"GET / HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n");
+    let mut wire = Vec::new();
+    conn.read_to_end(&mut wire).unwrap();
+    let wire = String::from_utf8_lossy(&wire);
+    assert!(wire.contains("Content-Encoding: gzip\r\n"), "{wire}");
+    assert!(!wire.ends_with("\r\n0\r\n\r\n"), "a truncated body ended whole: {wire}");
+    assert!(server.shutdown());
+}
+
 #[cfg(feature = "log")]
 #[test]
 fn access_log_over_a_socket() {

@@ -246,6 +246,32 @@ fn a_reader_is_gzipped_as_it_streams() {
     assert_eq!(gunzip(&gz), PAGE);
 }
 
+/// A reader given a length sends exactly that many bytes: one that ends
+/// sooner cuts the answer short (the identity answer closes the connection
+/// before its `Content-Length`), one that goes on is cut at the length.
+/// Gzipped, the short one ended whole, its trailer vouching for a
+/// truncated body, and the long one sent everything.
+#[test]
+fn a_gzipped_reader_keeps_to_its_length() {
+    let gzipped = |body: String, len: usize| {
+        let resp = through(
+            move |_: &mut Request<'_>| {
+                let body = std::io::Cursor::new(body.clone().into_bytes());
+                Response::reader(body, Some(len as u64)).with_content_type("text/plain")
+            },
+            "Accept-Encoding: gzip\r\n",
+        );
+        assert_eq!(resp.header("content-encoding"), Some("gzip"));
+        let Payload::Reader { mut reader, .. } = resp.body else { panic!("not a reader") };
+        let mut gz = Vec::new();
+        reader.read_to_end(&mut gz).map(|_| gz)
+    };
+    let short = gzipped(PAGE.to_owned(), PAGE.len() + 1).unwrap_err();
+    assert_eq!(short.kind(), std::io::ErrorKind::UnexpectedEof);
+    assert_eq!(gunzip(&gzipped(format!("{PAGE}and more"), PAGE.len()).unwrap()), PAGE);
+    assert_eq!(gunzip(&gzipped(PAGE.to_owned(), PAGE.len()).unwrap()), PAGE);
+}
+
 #[test]
 fn vary_is_merged_and_a_declared_length_dropped() {
     let resp = through(
