@@ -46,8 +46,10 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 ///   that trickles (a log being tailed) reaches the client later;
 /// - it has a body at all (not `1xx`, `204`, `304`: a `304` gets `Vary:
 ///   Accept-Encoding`, and the weak `ETag` when the client holds the
-///   gzipped answer), is not a range
-///   (`206`, or a `Content-Range`), is not already encoded
+///   gzipped answer; a `HEAD` answer with no body is judged by the
+///   `Content-Length` it announces, which is dropped when the `GET` would
+///   be gzipped, as a `304`'s is for a client that accepts gzip), is not a
+///   range (`206`, or a `Content-Range`), is not already encoded
 ///   (`Content-Encoding`), and does not say `Cache-Control: no-transform`.
 ///
 /// Files (`Response::file`, so `ServeDir`'s larger files) and
@@ -113,6 +115,14 @@ impl<H> Compress<H> {
         match self.plan(req, &resp) {
             Plan::Leave => return resp,
             Plan::VaryOnly => {}
+            // No body to gzip: the `200` it stands for would be gzipped, of
+            // a length not known here, and the identity length it announces
+            // must not be sent (RFC 9110 §8.6). A body of unknown length
+            // (never read: the answer is to a `HEAD`) announces none.
+            Plan::Compress if announced(req, &resp).is_some() => {
+                resp.declared_length = None;
+                resp.body = Payload::Reader { reader: Box::new(io::empty()), len: None };
+            }
             Plan::Compress => self.encode(&mut resp),
         }
         add_vary(&mut resp);
@@ -140,9 +150,10 @@ impl<H> Compress<H> {
             return if varies { Plan::VaryOnly } else { Plan::Leave };
         }
         let has_body = resp.status >= 200 && !matches!(resp.status, 204 | 304);
-        let big_enough = match &resp.body {
-            Payload::Reader { len, .. } => len.is_none_or(|n| n >= self.min_bytes as u64),
-            body => body.in_memory().is_some_and(|b| b.len() >= self.min_bytes),
+        let big_enough = match (&resp.body, announced(req, resp)) {
+            (_, Some(len)) => len >= self.min_bytes as u64,
+            (Payload::Reader { len, .. }, None) => len.is_none_or(|n| n >= self.min_bytes as u64),
+            (body, None) => body.in_memory().is_some_and(|b| b.len() >= self.min_bytes),
         };
         let eligible = has_body
             && big_enough
@@ -207,6 +218,13 @@ impl Read for Exactly {
     }
 }
 
+/// The length a `HEAD` answer with no body of its own announces: that of
+/// the `200` a `GET` would get (RFC 9110 §8.6), by which it is judged.
+fn announced(req: &Request<'_>, resp: &Response) -> Option<u64> {
+    let bodiless = req.method() == "HEAD" && resp.body.in_memory().is_some_and(<[u8]>::is_empty);
+    resp.declared_length.filter(|_| bodiless)
+}
+
 /// `Content-Encoding: gzip`, a weak `ETag`, no declared length (the
 /// gzipped bytes are what is sent) and no `Accept-Ranges`: a range asked of
 /// this answer would be served from the identity bytes (`206` is never
@@ -237,9 +255,15 @@ fn gzip(body: &[u8], level: Compression) -> Option<Vec<u8>> {
 /// had and the `304` dropped could serve gzip to a client that cannot read
 /// it), and when the client sends back the weak form of the answer's strong
 /// tag, it holds the gzipped `200` (only that one carried it), so the `304`
-/// gets that weak tag.
+/// gets that weak tag. A `Content-Length` the handler set, the identity
+/// length, is dropped for a client that accepts gzip: its `200` may be
+/// gzipped, of another length, and a `304` must announce that one or none
+/// (RFC 9110 §8.6).
 fn revalidated(req: &Request<'_>, mut resp: Response) -> Response {
     add_vary(&mut resp);
+    if accepts_gzip(req.header_all("accept-encoding")) {
+        resp.declared_length = None;
+    }
     let Some(tag) = resp.header("etag").filter(|t| t.starts_with('"')).map(str::to_owned) else {
         return resp;
     };

@@ -200,6 +200,45 @@ fn a_gzipped_reader_that_ends_early_is_cut_short() {
     assert!(server.shutdown());
 }
 
+/// A `HEAD` or `304` answer may carry the `Content-Length` of the `200`
+/// it stands for, and only that one (RFC 9110 §8.6): a handler that sets
+/// the identity length must not have it sent when the `200` to the same
+/// request is gzipped, of another length.
+#[cfg(feature = "compression")]
+#[test]
+fn head_and_304_never_announce_the_identity_length_of_a_gzipped_answer() {
+    let page = "<p>compress me</p>\n".repeat(100);
+    let server = spawn(httpool::compress(move |req: &mut Request| {
+        let len = page.len().to_string();
+        match (req.method(), req.header("if-none-match")) {
+            (_, Some(_)) => Response::status(304).with_header("ETag", "\"v1\"").with_header("Content-Length", len),
+            ("HEAD", None) => Response::html("").with_header("ETag", "\"v1\"").with_header("Content-Length", len),
+            _ => Response::html(page.clone()).with_header("ETag", "\"v1\""),
+        }
+    }));
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, b"GET / HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
+    let get = common::read_reply(&mut conn, false).unwrap();
+    assert_eq!(get.header("content-encoding"), Some("gzip"));
+    let gzipped_len = get.body.len().to_string();
+    send(&mut conn, b"HEAD / HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
+    let head = common::read_reply(&mut conn, true).unwrap();
+    assert!(head.header("content-length").is_none_or(|n| n == gzipped_len), "{head:?}");
+    assert_eq!(head.header("vary"), Some("Accept-Encoding"));
+    send(&mut conn, b"GET / HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: W/\"v1\"\r\n\r\n");
+    let not_modified = common::read_reply(&mut conn, false).unwrap();
+    assert_eq!(not_modified.status, 304);
+    assert!(not_modified.header("content-length").is_none_or(|n| n == gzipped_len), "{not_modified:?}");
+    // A client that takes no gzip gets the identity length it would get.
+    send(&mut conn, b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = common::read_reply(&mut conn, true).unwrap();
+    assert_eq!(head.header("content-length"), Some("1900"));
+    assert_eq!(head.header("vary"), Some("Accept-Encoding"));
+    send(&mut conn, b"GET / HTTP/1.1\r\nHost: t\r\nIf-None-Match: \"v1\"\r\n\r\n");
+    assert_eq!(common::read_reply(&mut conn, false).unwrap().header("content-length"), Some("1900"));
+    assert!(server.shutdown());
+}
+
 #[cfg(feature = "log")]
 #[test]
 fn access_log_over_a_socket() {
