@@ -597,10 +597,19 @@ impl<'a> Body<'a> {
     /// Runs once: a later call returns the first one's answer (the access
     /// log settles the body before the connection loop does, so as to log
     /// the answer a failure here puts in the handler's place).
+    #[inline]
     pub(crate) fn settle(&mut self, upgrading: bool) -> bool {
-        if let Some(done) = self.settled {
-            return done;
+        match self.settled {
+            Some(done) => done,
+            // The common case, on every request: nothing left to read.
+            None if !upgrading && self.is_complete() => true,
+            None => self.settle_rest(upgrading),
         }
+    }
+
+    /// [`Body::settle`] when there is something to read.
+    #[inline(never)]
+    fn settle_rest(&mut self, upgrading: bool) -> bool {
         let max = self.bounds.max_drain;
         let done = if upgrading { self.drain_before_upgrade(max) } else { self.is_complete() || self.drain(max) };
         self.settled = Some(done);
