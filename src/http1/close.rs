@@ -64,10 +64,11 @@ pub(super) fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut
     if let Some(next) = flush(conn, io, cx, Then::Close) {
         return next;
     }
-    // At shutdown the flush waits for room; it does not park.
-    if let Some(next) = end_whole(conn, io, cx, Then::Close) {
-        return next;
-    }
+    // close_notify is best effort here, as when the idle timeout closes
+    // the connection: no answer of a connection gone idle is
+    // close-delimited, so the alert vouches for none, and a client that
+    // stopped reading must not hold the worker (the flush waits at
+    // shutdown) for the write timeout.
     io.shutdown_write();
     if has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);

@@ -2058,3 +2058,28 @@ fn a_head_left_unfinished_after_a_yield_is_timed_once_the_connection_parks() {
     assert!(wire.starts_with(&HELLO.repeat(TURN_REQUESTS as usize)), "{wire}");
     assert!(wire[HELLO.len() * TURN_REQUESTS as usize..].starts_with("HTTP/1.1 408 "), "{wire}");
 }
+
+/// At shutdown an idle TLS connection whose client stopped reading (the
+/// answers it was sent fill the socket) closes at once, its write side
+/// shut: close_notify goes if there is room (best effort, as when the idle
+/// timeout closes it). No answer of a connection gone idle is
+/// close-delimited, so the alert tells the client nothing it needs; it
+/// held the worker for the write timeout, closed without the shutdown and
+/// counted a timeout.
+#[test]
+fn at_shutdown_an_idle_tls_connection_does_not_wait_for_room_for_close_notify() {
+    let mut s = Served::new(&hello);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.tls = true;
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_wire(&io.written, HELLO);
+    s.stopping.set();
+    // The socket is full, and the client takes nothing more.
+    io.room = Some(0);
+    io.stalls = 1;
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert_eq!(io.stalls, 1, "the worker waited for room for close_notify");
+    assert!(io.shut_write);
+    assert_eq!(s.counters.snapshot(0, 0, Default::default()).timeouts, 0);
+}
