@@ -92,9 +92,9 @@ pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io:
     if let Some(next) = flush(conn, io, cx, Then::Linger) {
         return next;
     }
-    if let Some(next) = end_whole(conn, io, cx, Then::Linger) {
-        return next;
-    }
+    // close_notify goes with the shutdown, best effort: waiting for room
+    // for it would stop the reads that keep a client still sending (an
+    // upload it finishes before it reads) from a reset.
     match conn.is_torn() {
         true => io.shutdown_write_torn(),
         false => io.shutdown_write(),
