@@ -38,12 +38,12 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   for without its trailing `/`, it answers `301` to the path with one
 ///   (so relative links in the page resolve inside it). No listings.
 /// - A path spelled otherwise than its plain form (`//a`, `/./a`, `/%61`,
-///   lowercase escapes) answers `308` to the plain form: a router's routes
-///   in front (a guard on `/private/…`) see the path the file is found by,
-///   which `/%70rivate/…` would otherwise get past. (On a file system that
-///   ignores case, as Windows' and macOS's do by default, `/Private/…`
-///   still finds the same file: keep what a route must guard out of the
-///   root.)
+///   lowercase escapes, `[` or `|` not escaped) answers `308` to the plain
+///   form: a router's routes in front (a guard on `/private/…`) see the
+///   path the file is found by, which `/%70rivate/…` would otherwise get
+///   past. (On a file system that ignores case, as Windows' and macOS's
+///   do by default, `/Private/…` still finds the same file: keep what a
+///   route must guard out of the root.)
 /// - No way out of the root: the path is percent-decoded segment by
 ///   segment, `..` and segments that decode to hold `/`, `\` or NUL are
 ///   refused (`403`), a bad escape is `400`, and the file found must still

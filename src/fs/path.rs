@@ -85,15 +85,19 @@ pub(crate) fn respelled(raw: &str, hidden: bool) -> Option<String> {
 /// RFC 3986 §3.3 `pchar` less `pct-encoded`: unreserved, sub-delims, `:`
 /// and `@`.
 fn is_pchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b)
+    b.is_ascii_alphanumeric()
+        || matches!(b, b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',')
+        || matches!(b, b';' | b'=' | b':' | b'@')
 }
 
-/// Nothing to decode or drop: no escape, no backslash, no empty segment
+/// Nothing to decode, drop or escape: segments of `pchar`s only (no
+/// escape, no backslash, none of the visible bytes a URI may not hold as
+/// they are, `[` or `|`, which [`respelled`] escapes), no empty segment
 /// and no segment starting with `.`.
 fn is_plain(rest: &str) -> bool {
     let bytes = rest.as_bytes();
     !bytes.first().is_some_and(|&b| b == b'.' || b == b'/')
-        && !bytes.iter().any(|&b| b == b'%' || b == b'\\')
+        && bytes.iter().all(|&b| b == b'/' || is_pchar(b))
         && !bytes.windows(2).any(|w| w == b"/." || w == b"//")
 }
 
@@ -138,6 +142,9 @@ mod tests {
             ("//", "/"),
             ("/caf%c3%a9", "/caf%C3%A9"),
             ("/a%21b", "/a!b"),
+            ("/a|b", "/a%7Cb"),
+            ("/[x]/", "/%5Bx%5D/"),
+            ("/a\"b", "/a%22b"),
         ] {
             assert_eq!(respelled(raw, false).as_deref(), Some(plain), "{raw}");
         }

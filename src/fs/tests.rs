@@ -508,3 +508,23 @@ fn a_route_in_front_cannot_be_passed_by_spelling_the_path_otherwise() {
         }
     }
 }
+
+/// A name with a byte a URI may not hold as it is (`[`, `|`: visible
+/// ASCII, which the parser takes) has one spelling that reaches the file,
+/// its escape: sent as it is, it goes there first. Both were served, so a
+/// route guarding `/[draft]/…` was passed by `/%5Bdraft%5D/key`.
+#[cfg(feature = "router")]
+#[test]
+fn a_name_with_a_byte_to_escape_has_one_spelling() {
+    use crate::test::TestRequest;
+    let (tmp, _) = site();
+    tmp.write("site/[draft]/key", b"secret");
+    let app = crate::Router::new()
+        .get("/%5Bdraft%5D/{*path}", |_: &mut Request<'_>| Response::status(401))
+        .mount("/", ServeDir::new(tmp.0.join("site")).unwrap());
+    assert_eq!(TestRequest::get("/%5Bdraft%5D/key").send(&app).status(), 401);
+    for target in ["/[draft]/key", "/%5bdraft%5d/key", "/[draft%5D/key"] {
+        let resp = TestRequest::get(target).send(&app);
+        assert_eq!((resp.status(), resp.header("location")), (308, Some("/%5Bdraft%5D/key")), "{target}");
+    }
+}
