@@ -22,7 +22,10 @@
 //! ```
 //!
 //! - **Patterns**: `/notes/{id}` matches one segment (`req.param("id")`),
-//!   `/static/{*path}` the rest of the path, `/` included. A static segment
+//!   `/static/{*path}` the rest of the path, `/` included, but not an empty
+//!   rest: `/static/` itself is a route of its own (a guard on
+//!   `/private/{*path}` in front of a `ServeDir` needs `/private/` too, or
+//!   that directory's index is served). A static segment
 //!   wins over a parameter (`/notes/new` before `/notes/{id}`). Paths match
 //!   as sent (percent-encoded; parameters are decoded when read), and
 //!   exactly: `/notes/` is not `/notes`.
