@@ -411,6 +411,9 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
                 Err(_) => match self.mount_for(path) {
                     Some(index) => index,
                     None => {
+                        // No route of this router's: no parameters of
+                        // its own (an outer router's are not).
+                        req.params = None;
                         return match &self.fallback {
                             Some(fallback) => fallback(req, &self.state),
                             None => Response::text("Not Found\n").with_status(404),

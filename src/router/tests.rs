@@ -205,6 +205,11 @@ fn a_nested_router_sees_its_own_parameters() {
     let inner = Router::new().get("/a/b", |req| format!("{:?}", req.param("x")));
     let outer = Router::new().get("/{x}/b", move |req| inner.handle(req));
     assert_eq!(TestRequest::get("/a/b").send(&outer).text(), "None");
+    // Its fallback too: no route of its own matched, so none of the outer
+    // router's parameters are its own.
+    let inner = Router::new().get("/a/b", |_req| "routed").fallback(|req| format!("{:?}", req.param("x")));
+    let outer = Router::new().get("/{x}/c", move |req| inner.handle(req));
+    assert_eq!(TestRequest::get("/a/c").send(&outer).text(), "None");
 }
 
 #[test]
