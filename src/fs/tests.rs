@@ -486,6 +486,18 @@ fn a_file_is_remembered_under_its_plain_spelling_only() {
     assert_eq!(dir.cache.held().0, 1);
 }
 
+/// The site with `file` (below its root) added, behind a router whose
+/// route `guard` answers `401` and a mount of the site at `/`.
+#[cfg(feature = "router")]
+fn guarded(file: &str, guard: &'static str) -> (TempDir, crate::Router) {
+    let (tmp, _) = site();
+    tmp.write(&format!("site/{file}"), b"secret");
+    let app = crate::Router::new()
+        .get(guard, |_: &mut Request<'_>| Response::status(401))
+        .mount("/", ServeDir::new(tmp.0.join("site")).unwrap());
+    (tmp, app)
+}
+
 /// A route guarding `/private/…` in front of a mount cannot be passed by
 /// spelling the path otherwise: the file server sends the client to the
 /// plain spelling, which the route sees. (`/%70rivate/key` reached the
@@ -494,11 +506,7 @@ fn a_file_is_remembered_under_its_plain_spelling_only() {
 #[test]
 fn a_route_in_front_cannot_be_passed_by_spelling_the_path_otherwise() {
     use crate::test::TestRequest;
-    let (tmp, _) = site();
-    tmp.write("site/private/key", b"secret");
-    let app = crate::Router::new()
-        .get("/private/{*path}", |_: &mut Request<'_>| Response::status(401))
-        .mount("/", ServeDir::new(tmp.0.join("site")).unwrap());
+    let (_tmp, app) = guarded("private/key", "/private/{*path}");
     assert_eq!(TestRequest::get("/private/key").send(&app).status(), 401);
     for target in ["/%70rivate/key", "//private/key", "/./private/key", "/private/./key", "/x/../private/key"] {
         let resp = TestRequest::get(target).send(&app);
@@ -517,11 +525,7 @@ fn a_route_in_front_cannot_be_passed_by_spelling_the_path_otherwise() {
 #[test]
 fn a_name_with_a_byte_to_escape_has_one_spelling() {
     use crate::test::TestRequest;
-    let (tmp, _) = site();
-    tmp.write("site/[draft]/key", b"secret");
-    let app = crate::Router::new()
-        .get("/%5Bdraft%5D/{*path}", |_: &mut Request<'_>| Response::status(401))
-        .mount("/", ServeDir::new(tmp.0.join("site")).unwrap());
+    let (_tmp, app) = guarded("[draft]/key", "/%5Bdraft%5D/{*path}");
     assert_eq!(TestRequest::get("/%5Bdraft%5D/key").send(&app).status(), 401);
     for target in ["/[draft]/key", "/%5bdraft%5d/key", "/[draft%5D/key"] {
         let resp = TestRequest::get(target).send(&app);
