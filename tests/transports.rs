@@ -159,6 +159,63 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// A handshake flight larger than the room in the server's socket: the
+    /// server sends part of it, parks, and must send the rest once the
+    /// client has taken the first part, although the client sends nothing
+    /// until the flight is whole (TLS 1.2). Parked watching for reads
+    /// alone, it would wait for the client while the client waits for it,
+    /// until the head deadline. Loopback sockets start with about 1 MB of
+    /// send buffer and a large receive window, so the listener's send
+    /// buffer (which its connections inherit) and the client's receive
+    /// buffer are made small, and the certificate large (many names).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_handshake_flight_larger_than_the_socket_buffer_is_sent_whole() {
+        let names: Vec<String> = (0..600).map(|i| format!("name-{i:04}.of-a-large-certificate.localhost")).collect();
+        let cert = rcgen::generate_simple_self_signed([vec!["localhost".to_string()], names].concat()).unwrap();
+        assert!(cert.cert.der().len() > 20_000, "the certificate is {} bytes", cert.cert.der().len());
+        let server_config =
+            httpool::tls::config_from_pem(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes())
+                .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from(cert.cert.der().to_vec())).unwrap();
+        let client_config = Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                // TLS 1.2: a TLS 1.3 client sends a ChangeCipherSpec as soon
+                // as the ServerHello comes, which woke the parked server.
+                .with_protocol_versions(&[&rustls::version::TLS12])
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        rustix::net::sockopt::set_socket_send_buffer_size(&listener, 4096).unwrap();
+        let server = Server::from_listener(listener)
+            .workers(1)
+            .max_workers(1)
+            // Far past the client's patience: a stalled handshake fails the
+            // test, not the deadline's 408.
+            .head_timeout(std::time::Duration::from_secs(600))
+            .tls(server_config)
+            .spawn(|_: &mut Request| Response::text("whole"))
+            .unwrap();
+        // The client's receive window small too, before it connects: else
+        // its buffer takes the whole flight at once.
+        use rustix::net::{AddressFamily, SocketType, sockopt};
+        let sock = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+        sockopt::set_socket_recv_buffer_size(&sock, 4096).unwrap();
+        rustix::net::connect(&sock, &server.local_addr()).unwrap();
+        let sock = TcpStream::from(sock);
+        sock.set_read_timeout(Some(PATIENCE)).unwrap();
+        let client = rustls::ClientConnection::new(client_config, ServerName::try_from("localhost").unwrap()).unwrap();
+        let mut conn = BufReader::new(rustls::StreamOwned::new(client, sock));
+        conn.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let (head, body) = read_response(&mut conn);
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert_eq!(body, b"whole");
+        assert!(server.shutdown());
+    }
+
     /// A handshake, and a chunked body, on the least worker stack
     /// (`worker_stack_size(0)` is raised to `MIN_WORKER_STACK_SIZE`).
     #[test]
