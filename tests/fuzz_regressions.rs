@@ -430,3 +430,22 @@ fn a_version_that_only_ends_like_a_higher_minor_one_is_refused_however_it_arrive
         assert_eq!(status_lines(&out), ["HTTP/1.1 505 HTTP Version Not Supported"], "in {} pieces", chunks.len());
     }
 }
+
+/// A chunked body sent whole with its `Expect: 100-continue` head needs no
+/// `100 Continue` (RFC 9110 §10.1.1 lets the server leave it out once the
+/// body is here), as a `Content-Length` one already got none; one that has
+/// not all come still gets it, before its answer.
+#[test]
+fn a_chunked_body_already_whole_gets_no_continue() {
+    let head = b"PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let body: &[u8] = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+    let whole = [&head[..], body].concat();
+    let out = serve_chunks(&[&whole]);
+    assert_eq!(status_lines(&out), ["HTTP/1.1 200 OK"]);
+    assert_eq!(responses(&out)[0].body, b"hello world");
+    // The last chunk's line not here yet: the body is unfinished.
+    let (first, last) = whole.split_at(whole.len() - 5);
+    let out = serve_chunks(&[first, last]);
+    assert_eq!(status_lines(&out), ["HTTP/1.1 100 Continue", "HTTP/1.1 200 OK"]);
+    assert_eq!(responses(&out)[1].body, b"hello world");
+}

@@ -8,6 +8,7 @@ use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
+use super::state::chunked_body_ends_in;
 use super::{
     ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with, write_failed,
 };
@@ -18,7 +19,7 @@ use crate::handler::Handler;
 use crate::io::{Transport, now, write_all_wait};
 use crate::net::Peer;
 use crate::parse::{ConnectionOption, Head, parse_head};
-use crate::proto::{ResponseFraming, Version};
+use crate::proto::{BodyKind, ResponseFraming, Version};
 use crate::request::Request;
 use crate::response::{Payload, Response};
 use crate::stats::Counters;
@@ -104,7 +105,10 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let (head_bytes, rest) = conn.split_at_head(head.len);
     // A body that is already here needs no `100 Continue` (RFC 9110
     // §10.1.1), and one sent now could overtake queued responses.
-    let continue_due = head.expect_continue && needs_socket;
+    let continue_due = head.expect_continue
+        && needs_socket
+        && !(head.body == BodyKind::Chunked
+            && chunked_body_ends_in(&rest[..buffered_body], cx.config.limits.max_body_bytes));
     let tls = io.is_tls();
     let body = Body::new(head.body, io, rest, buffered_body, cx.config.body_bounds(), continue_due);
     let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);

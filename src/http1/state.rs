@@ -464,6 +464,14 @@ impl ConnState {
     }
 }
 
+/// True when `body` holds a whole chunked body (its last chunk and
+/// trailers): a client that sent `Expect: 100-continue` and the body at
+/// once needs no `100 Continue`.
+pub(crate) fn chunked_body_ends_in(body: &[u8], max_body: u64) -> bool {
+    let mut scan = ChunkScan::new(0, usize::MAX, max_body);
+    scan.advance(body) && scan.decoder.is_done()
+}
+
 /// A chunked body read as it arrives, to tell when it has ended; what it
 /// decodes is not kept (the handler's reader decodes the bytes again).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
