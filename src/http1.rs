@@ -276,6 +276,9 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         let head = match parse_buffered(conn, cx) {
             Parsed::Head(head) => head,
             Parsed::More => match read_more(conn, io, cx, &mut turn) {
+                // A client that sends faster than the worker reads (empty
+                // lines, a large body collected) must not hold it either.
+                Read::Got if turn.is_spent() => return read_turn_spent(conn, io, cx, &turn),
                 Read::Got => continue,
                 Read::Dry => match park(conn, io, cx, &mut turn) {
                     Some(next) => return next,
@@ -358,6 +361,34 @@ fn pick_up<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
             Some(answer_error(conn, io, cx, 408))
         }
         Kind::Head | Kind::Waiting { .. } => None,
+    }
+}
+
+/// Ends a turn that read its share of bytes before the socket ran dry:
+/// the others of its seat go first. A connection that has sent nothing but
+/// empty lines since its clock started never parks, so the monitor never
+/// sees its deadline: it is judged here, and closed (lingering over what
+/// still comes) once that deadline has passed, or at shutdown, as an idle
+/// one is.
+fn read_turn_spent<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    turn: &Turn,
+) -> Next {
+    if conn.awaits_request() {
+        if cx.is_stopping() && turn.read_stopping {
+            return close_idle(conn, io, cx);
+        }
+        if is_past(conn.deadline(cx.config), Instant::now()) {
+            debug!("{}: closing after timeout: only empty lines came", cx.peer);
+            cx.counters.timeout();
+            return close_lingering(conn, io, cx);
+        }
+    }
+    match send_before_going_on(conn, io, cx) {
+        Some(next) => next,
+        None => pause(conn, cx, Next::Yield),
     }
 }
 

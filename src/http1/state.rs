@@ -163,6 +163,12 @@ impl ConnState {
         self.phase.kind() == super::phase::Kind::Sending
     }
 
+    /// True when no request has begun: the connection waits for one, and
+    /// has received nothing since but empty lines.
+    pub(crate) fn awaits_request(&self) -> bool {
+        matches!(self.phase.kind(), super::phase::Kind::Waiting { .. }) && trim_empty_lines(self.unparsed()).is_empty()
+    }
+
     /// True when received bytes wait to be parsed.
     pub(crate) fn has_unparsed(&self) -> bool {
         self.buf.has_unparsed()

@@ -1322,6 +1322,38 @@ fn an_upgrade_whose_body_is_too_long_to_read_first_is_refused() {
     assert!(early.is_empty());
 }
 
+/// A client that sends nothing but empty lines, faster than the worker reads
+/// them, has a bounded turn like any other: the worker yields after its
+/// share of bytes (it used to read on for as long as the lines came, the
+/// connection never parked, and no deadline could reach it), and once the
+/// deadline of the request it never sent has passed, the connection closes.
+#[test]
+fn a_flood_of_empty_lines_yields_its_turn_and_meets_its_deadline() {
+    let flood = b"\r\n".repeat(300 * 1024);
+    let mut s = Served::new(&hello);
+    let mut io = Script::new(&[&flood, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Yield, "600 KiB of empty lines read in one turn");
+    // Its next turns, within its deadline, go on, and the request behind
+    // the lines is served.
+    let ended = s.run(&mut io, None);
+    assert!(!ended.closed);
+    assert_eq!(redact_dates(&io.written), HELLO);
+    // The same flood from a new connection whose first head was due long
+    // ago: it is closed, lingering, without an answer.
+    let mut s = Served::new(&hello);
+    s.conn = ConnState::new(Some(Instant::now() - 2 * s.config.head_timeout));
+    let mut io = Script::new(&[&flood, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    let mut next = s.serve(&mut io);
+    while next == Next::Yield && !io.shut_write {
+        next = s.serve(&mut io);
+    }
+    assert!(io.shut_write, "the connection was not closed: {next:?}");
+    assert_eq!(io.written, b"");
+    assert_eq!(s.counters.snapshot(0, 0, Default::default()).timeouts, 1);
+}
+
 #[test]
 fn a_lingering_close_against_a_fast_sender_yields_its_turn() {
     let flood = vec![b'x'; 600 * 1024];
