@@ -115,6 +115,14 @@ impl Stop {
     fn since(&self) -> Option<Instant> {
         self.since.get().copied()
     }
+
+    /// Once the server is stopping, until when connections are drained
+    /// under a shutdown grace of `grace`: the grace from the stop, less the
+    /// time a lingering close may take after it. `None`: no limit, or not
+    /// stopping.
+    pub(crate) fn drain_end(&self, grace: Duration) -> Option<Instant> {
+        after(self.since()?, grace.saturating_sub(LINGER))
+    }
 }
 
 /// What the worker does with the connection after [`serve`].
@@ -220,8 +228,7 @@ impl<'w, H: ?Sized> Ctx<'w, H> {
     /// stop, less the time a lingering close may take after it. `None`:
     /// no limit (or not stopping).
     fn drain_end(&self) -> Option<Instant> {
-        let since = self.stopping.since()?;
-        after(since, self.config.shutdown_grace.saturating_sub(LINGER))
+        self.stopping.drain_end(self.config.shutdown_grace)
     }
 
     /// Whether connections are being drained, and until when.

@@ -82,7 +82,8 @@ pub(crate) trait Transport: Read + Write {
     fn close_notify(&mut self) {}
 
     /// The stream's waits for room are no longer held to a least rate
-    /// ([`Pace`]): an upgrade's closure sets its own timeouts.
+    /// ([`Pace`]), nor cut at the end of a shutdown's drain: an upgrade's
+    /// closure sets its own timeouts.
     fn stop_pacing(&mut self) {}
 
     /// A body read is about to wait for the client: takes one of the
@@ -285,6 +286,11 @@ pub(crate) struct Socket<'a> {
     /// An event said the client's sending side closed: a short read may
     /// leave the end of stream behind it, unannounced by any later event.
     pub(crate) input_ended: bool,
+    /// At shutdown, the end of the drain (`None` inside: no limit, or not
+    /// stopping): waits for room end there, so that a client slow to take
+    /// an answer cannot hold the worker past the shutdown grace. `None`
+    /// for a stream whose waits are not paced.
+    pub(crate) drain_end: Option<&'a dyn Fn() -> Option<Instant>>,
 }
 
 /// How long a worker may go on waiting for one client to take bytes
@@ -352,7 +358,10 @@ impl Transport for Socket<'_> {
         if ready == Ready::Readable {
             return self.waiter.wait(&mut *self.stream, ready, timeout);
         }
-        let limit = self.pace.next_wait(timeout);
+        let mut limit = self.pace.next_wait(timeout);
+        if let Some(end) = self.drain_end.and_then(|drain_end| drain_end()) {
+            limit = limit.min(end.saturating_duration_since(Instant::now()));
+        }
         if limit.is_zero() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, "the client takes the response too slowly"));
         }
@@ -364,6 +373,7 @@ impl Transport for Socket<'_> {
 
     fn stop_pacing(&mut self) {
         self.pace = Pace::new(0);
+        self.drain_end = None;
     }
 
     fn begin_body_wait(&mut self) -> bool {
@@ -490,6 +500,7 @@ mod tests {
             pace: Pace::new(u64::MAX),
             body_waits: (&counters, 1),
             input_ended: false,
+            drain_end: None,
         };
         let mut io = RecordsHeld { sock, block_after_wake: 1, blocking: 0 };
         let result = write_all_wait(&mut io, b"the rest", Duration::from_secs(1));

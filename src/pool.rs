@@ -287,6 +287,8 @@ fn serve_until_parked<H: Handler>(
     waiter: &mut Waiter,
     place: &mut Place<'_>,
 ) {
+    // At shutdown, waits for a client to take an answer end with the drain.
+    let drain_end = || shared.stopping_flag().drain_end(shared.config.shutdown_grace);
     loop {
         let (next, left_seat) = {
             let watched_by = shared.registry_of(&conn);
@@ -298,6 +300,7 @@ fn serve_until_parked<H: Handler>(
                 pace: Pace::new(shared.config.write_min_rate),
                 body_waits: (&shared.counters, shared.config.body_waits()),
                 input_ended: conn.input_ended,
+                drain_end: Some(&drain_end),
             };
             let mut cx = Ctx {
                 handler,

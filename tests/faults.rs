@@ -549,6 +549,32 @@ fn a_head_timing_out_behind_a_large_answer_does_not_reset_it() {
     assert!(server.shutdown());
 }
 
+/// At shutdown a worker finishes an answer a slow client holds, waiting for
+/// it, but no later than the grace allows (less a lingering close's time):
+/// a client that stopped reading does not hold the worker past the grace.
+/// (It waited the whole write timeout, here two minutes, and `shutdown`
+/// gave up on it after the grace, the worker left behind.)
+#[test]
+fn a_client_that_stopped_reading_does_not_hold_a_worker_past_the_shutdown_grace() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .write_timeout(Duration::from_secs(120))
+        .shutdown_grace(Duration::from_secs(3))
+        .spawn(big_or_small)
+        .unwrap();
+    let mut stalled = connect(server.local_addr());
+    send(&mut stalled, &get("/big"));
+    wait_for(&server, "the large answer held", |s| s.unsent_bytes > 0);
+    assert!(server.shutdown(), "a worker was still waiting on the client after the grace");
+    // The answer was cut short: what was sent, then the end of stream.
+    let mut got = Vec::new();
+    let _ = stalled.read_to_end(&mut got);
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(got.len() < 32 << 20, "{} bytes", got.len());
+}
+
 #[test]
 fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     let server = Server::bind("127.0.0.1:0")
