@@ -374,29 +374,44 @@ fn pick_up<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
 /// Ends a turn that read its share of bytes before the socket ran dry:
 /// the others of its seat go first. A connection that has sent nothing but
 /// empty lines since its clock started never parks, so the monitor never
-/// sees its deadline: it is judged here, and closed (lingering over what
-/// still comes) once that deadline has passed, or at shutdown, as an idle
-/// one is.
+/// sees its deadline: it is judged here (see [`past_deadline_unrequested`]),
+/// and at shutdown it closes as an idle one does.
 fn read_turn_spent<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
     turn: &Turn,
 ) -> Next {
-    if conn.awaits_request() {
-        if cx.is_stopping() && turn.read_stopping {
-            return close_idle(conn, io, cx);
-        }
-        if is_past(conn.deadline(cx.config), Instant::now()) {
-            debug!("{}: closing after timeout: only empty lines came", cx.peer);
-            cx.counters.timeout();
-            return close_lingering(conn, io, cx);
-        }
+    if cx.is_stopping() && turn.read_stopping && conn.awaits_request() {
+        return close_idle(conn, io, cx);
+    }
+    if let Some(next) = past_deadline_unrequested(conn, io, cx) {
+        return next;
     }
     match send_before_going_on(conn, io, cx) {
         Some(next) => next,
         None => pause(conn, cx, Next::Yield),
     }
+}
+
+/// Closes a connection that has sent nothing but empty lines since its
+/// clock started, once its deadline has passed, as the monitor closes one
+/// parked past it; `None` otherwise. The monitor may never find it parked:
+/// one whose bytes come faster than they are read never parks, and one
+/// whose bytes come between its last read and its park goes back to its
+/// worker at once (`Shared::park`), turn after turn. What the client still
+/// sends is read and discarded while the close lingers (`close`).
+fn past_deadline_unrequested<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+) -> Option<Next> {
+    if !conn.awaits_request() || !is_past(conn.deadline(cx.config), Instant::now()) {
+        return None;
+    }
+    debug!("{}: closing after timeout: no request came", cx.peer);
+    cx.counters.timeout();
+    Some(close(conn, io, cx, true))
 }
 
 /// What the bytes received so far make.
@@ -731,6 +746,9 @@ fn park<T: Transport, H: ?Sized>(
             return None;
         }
         return Some(close_idle(conn, io, cx));
+    }
+    if let Some(next) = past_deadline_unrequested(conn, io, cx) {
+        return Some(next);
     }
     Some(match send_queued(conn, io, cx, Then::KeepAlive) {
         Flushed::All | Flushed::Held => pause(conn, cx, Next::Park),

@@ -1354,6 +1354,33 @@ fn a_flood_of_empty_lines_yields_its_turn_and_meets_its_deadline() {
     assert_eq!(s.counters.snapshot(0, 0, Default::default()).timeouts, 1);
 }
 
+/// A connection that has sent nothing but empty lines and parks past its
+/// deadline is closed as it parks, as the monitor would close it. The
+/// monitor may never find it parked: bytes that arrive between its last
+/// read and its park mark it pending, and the worker serves it again at
+/// once (`Shared::park`), with a new turn, for as long as they keep coming.
+#[test]
+fn empty_lines_past_the_deadline_close_the_connection_as_it_parks() {
+    // A new connection whose first head was due long ago.
+    let mut s = Served::new(&hello);
+    s.conn = ConnState::new(Some(Instant::now() - 2 * s.config.head_timeout));
+    let mut io = Script::new(&[b"\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert_eq!(io.written, b"");
+    assert_eq!(s.counters.snapshot(0, 0, Default::default()).timeouts, 1);
+    // A kept-alive connection whose idle time is up (at once, here): an
+    // empty line closes it, a request is served.
+    let config = Config { idle_timeout: Duration::ZERO, ..Config::default() };
+    let get: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let r = run_with(config.clone(), &hello, &[get, get], false);
+    assert_eq!(r.wire, format!("{HELLO}{HELLO}"));
+    assert_eq!(r.outcomes, [Next::Park, Next::Park]);
+    let r = run_with(config, &hello, &[get, b"\r\n", get], false);
+    assert_eq!(r.wire, HELLO);
+    assert_eq!(r.outcomes, [Next::Park, Next::Close]);
+}
+
 #[test]
 fn a_lingering_close_against_a_fast_sender_yields_its_turn() {
     let flood = vec![b'x'; 600 * 1024];
