@@ -401,12 +401,27 @@ fn read_turn_spent<T: Transport, H: ?Sized>(
 /// whose bytes come between its last read and its park goes back to its
 /// worker at once (`Shared::park`), turn after turn. What the client still
 /// sends is read and discarded while the close lingers (`close`).
+#[inline]
 fn past_deadline_unrequested<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
 ) -> Option<Next> {
-    if !conn.awaits_request() || !is_past(conn.deadline(cx.config), Instant::now()) {
+    // A connection parking after an answer has no clock running yet: it
+    // reads neither its bytes nor the time.
+    let due = conn.phase.waiting_deadline(cx.config)?;
+    close_unrequested(conn, io, cx, due)
+}
+
+/// [`past_deadline_unrequested`] for a connection whose clock runs.
+#[inline(never)]
+fn close_unrequested<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    due: Instant,
+) -> Option<Next> {
+    if !conn.awaits_request() || due > Instant::now() {
         return None;
     }
     debug!("{}: closing after timeout: no request came", cx.peer);

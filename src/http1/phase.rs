@@ -202,13 +202,22 @@ impl Phase {
     #[inline]
     pub(crate) fn deadline(&self, config: &Config, collected: impl FnOnce() -> Duration) -> Option<Instant> {
         match &self.0 {
-            State::Waiting { since: Some(since), first: true } => after(*since, config.head_timeout),
-            State::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
             // Stamped by every park; a connection never parks without it.
-            State::Waiting { since: None, .. } => None,
+            State::Waiting { .. } => self.waiting_deadline(config),
             State::Head { since } => after(*since, config.head_timeout.saturating_add(collected())),
             State::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
             State::Lingering { until } => Some(*until),
+        }
+    }
+
+    /// [`Phase::deadline`] of a connection waiting for a request whose clock
+    /// runs; `None` in any other phase.
+    #[inline]
+    pub(crate) fn waiting_deadline(&self, config: &Config) -> Option<Instant> {
+        match &self.0 {
+            State::Waiting { since: Some(since), first: true } => after(*since, config.head_timeout),
+            State::Waiting { since: Some(since), first: false } => after(*since, config.idle_timeout),
+            _ => None,
         }
     }
 
