@@ -325,10 +325,15 @@ impl Pace {
         if self.min_rate == 0 {
             return timeout;
         }
-        let nanos = u128::from(self.sent) * 1_000_000_000 / u128::from(self.min_rate);
-        let earned = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
-        timeout.saturating_add(earned).saturating_sub(self.waited).min(timeout)
+        timeout.saturating_add(earned(self.sent, self.min_rate)).saturating_sub(self.waited).min(timeout)
     }
+}
+
+/// The time `sent` bytes earn at a least rate of `min_rate` bytes per
+/// second (not 0): a second for every `min_rate` bytes.
+pub(crate) fn earned(sent: u64, min_rate: u64) -> Duration {
+    let nanos = u128::from(sent) * 1_000_000_000 / u128::from(min_rate);
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 impl Read for Socket<'_> {

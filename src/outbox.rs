@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::io::{Transport, now, write_all_wait};
+use crate::io::{Transport, earned, now, write_all_wait};
 use crate::stats::{Counters, Held};
 
 /// The rest of the answers a client is slow to take: encoded bytes, then
@@ -30,6 +30,11 @@ pub(crate) struct Unsent {
     body_at: usize,
     /// The last time the client took bytes: the write timeout runs from it.
     since: Instant,
+    /// When the answer was first held, and the bytes the client has taken
+    /// since: the least rate's account (all the time parked is time spent
+    /// waiting for the client).
+    held_since: Instant,
+    taken: u64,
     /// Counted against [`Config::max_unsent_bytes`](crate::config::Config)
     /// until dropped.
     _held: Held,
@@ -96,13 +101,30 @@ pub(crate) fn send<T: Transport>(
     let bytes = out[bytes_at..].to_vec();
     out.clear();
     let since = Instant::now();
-    Ok(Sent::Held(Box::new(Unsent { bytes, body, file, bytes_at: 0, body_at, since, _held: held })))
+    let unsent = Unsent { bytes, body, file, bytes_at: 0, body_at, since, held_since: since, taken: 0, _held: held };
+    Ok(Sent::Held(Box::new(unsent)))
 }
 
 impl Unsent {
-    /// The last time the client took bytes.
-    pub(crate) fn since(&self) -> Instant {
-        self.since
+    /// When the connection times out unless the client takes more: `timeout`
+    /// after it last took bytes, and no later than `min_rate` (bytes per
+    /// second, 0: none) allows, as it does for a worker's waits
+    /// ([`Server::write_min_rate`](crate::Server::write_min_rate)): all the
+    /// time held may total `timeout` plus a second for every `min_rate`
+    /// bytes taken. So a client taking a byte just often enough to beat
+    /// `timeout` cannot keep a held answer (and its share of
+    /// `max_unsent_bytes`) for ever. `None`: never.
+    pub(crate) fn deadline(&self, timeout: Duration, min_rate: u64) -> Option<Instant> {
+        // A deadline beyond what an `Instant` holds is none.
+        let stall = self.since.checked_add(timeout);
+        if min_rate == 0 {
+            return stall;
+        }
+        let paced = self.held_since.checked_add(timeout.saturating_add(earned(self.taken, min_rate)));
+        match (stall, paced) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Writes what the client takes now (waiting for it when the server is
@@ -119,8 +141,11 @@ impl Unsent {
             && write_now(io, &self.body, &mut self.body_at)?
             && send_file_now(io, &mut self.file)?
             && flush_now(io)?;
-        if (self.bytes_at, self.body_at, file_left(self)) != before {
+        let taken = (self.bytes_at - before.0) + (self.body_at - before.1);
+        let taken = taken as u64 + (before.2 - file_left(self));
+        if taken > 0 {
             self.since = Instant::now();
+            self.taken = self.taken.saturating_add(taken);
         }
         Ok(done)
     }

@@ -318,11 +318,14 @@ impl Server {
     }
 
     /// The least rate, in bytes per second, at which a client must take a
-    /// response while a worker waits on it (a streamed body, answers past
-    /// [`Server::max_unsent_bytes`], at shutdown): the worker's waits for the
+    /// response: while a worker waits on it (a streamed body, answers past
+    /// [`Server::max_unsent_bytes`], at shutdown), the worker's waits for the
     /// client in one turn of the connection add up, and may total
     /// `write_timeout` plus one second for every `bytes_per_second` bytes
-    /// the client has taken; past that the connection closes. So a client
+    /// the client has taken; past that the connection closes. An answer
+    /// held while the connection is parked (waiting for room, no worker
+    /// on it) is held to the same sum over all the time since it was first
+    /// held. So a client
     /// taking a byte just often enough to beat `write_timeout` cannot hold a
     /// worker for long. Only time spent waiting for the client counts: a
     /// stream that is slow to produce its body is not cut. `0` turns the

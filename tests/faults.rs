@@ -575,6 +575,42 @@ fn a_client_that_stopped_reading_does_not_hold_a_worker_past_the_shutdown_grace(
     assert!(got.len() < 32 << 20, "{} bytes", got.len());
 }
 
+/// A held answer is under the least rate too: parked, all its time waits
+/// for the client, so a client that takes bytes just often enough to beat
+/// the write timeout, but far too slowly in all, is cut. At a least rate of
+/// `u64::MAX` it earns nothing: the 1 s write timeout bounds the whole
+/// time held. This client takes 64 KiB every 20 ms (32 MiB in about 10 s,
+/// no pause near 1 s); the answer used to stay held, with its share of
+/// `max_unsent_bytes`, for as long as the client kept reading.
+#[test]
+fn a_held_answer_taken_too_slowly_in_all_is_cut() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .write_timeout(Duration::from_secs(1))
+        .write_min_rate(u64::MAX)
+        .spawn(big_or_small)
+        .unwrap();
+    let mut slow = connect(server.local_addr());
+    send(&mut slow, &get("/big"));
+    wait_for(&server, "the large answer held", |s| s.unsent_bytes > 0);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut got = 0;
+    loop {
+        match slow.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+        // The pace of the client under test, not a synchronisation.
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(got < 32 << 20, "the whole answer went ({got} bytes)");
+    wait_for(&server, "the connection closed as timed out", |s| s.timeouts == 1 && s.open == 0);
+    assert_eq!(server.stats().unsent_bytes, 0);
+    assert!(server.shutdown());
+}
+
 #[test]
 fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
     let server = Server::bind("127.0.0.1:0")

@@ -205,7 +205,7 @@ impl Phase {
             // Stamped by every park; a connection never parks without it.
             State::Waiting { .. } => self.waiting_deadline(config),
             State::Head { since } => after(*since, config.head_timeout.saturating_add(collected())),
-            State::Sending { unsent, .. } => after(unsent.since(), config.write_timeout),
+            State::Sending { unsent, .. } => unsent.deadline(config.write_timeout, config.write_min_rate),
             State::Lingering { until } => Some(*until),
         }
     }
