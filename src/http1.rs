@@ -123,6 +123,18 @@ impl Stop {
     pub(crate) fn drain_end(&self, grace: Duration) -> Option<Instant> {
         after(self.since()?, grace.saturating_sub(LINGER))
     }
+
+    /// Once the server is stopping, until when a worker may wait for a
+    /// client to take an answer under a shutdown grace of `grace`: as
+    /// [`Stop::drain_end`] while the grace is at least twice a lingering
+    /// close, else half the grace, so that a short grace (2 s or less)
+    /// still lets an answer under way reach a client that reads it rather
+    /// than cutting it at the first wait for room. The lingering close that
+    /// may follow is held to the grace by itself (`close_lingering`).
+    /// `None`: no limit, or not stopping.
+    pub(crate) fn room_end(&self, grace: Duration) -> Option<Instant> {
+        after(self.since()?, grace.saturating_sub(LINGER.min(grace / 2)))
+    }
 }
 
 /// What the worker does with the connection after [`serve`].

@@ -286,8 +286,8 @@ pub(crate) struct Socket<'a> {
     /// An event said the client's sending side closed: a short read may
     /// leave the end of stream behind it, unannounced by any later event.
     pub(crate) input_ended: bool,
-    /// At shutdown, the end of the drain (`None` inside: no limit, or not
-    /// stopping): waits for room end there, so that a client slow to take
+    /// At shutdown, when waits for room end (`None` inside: no limit, or
+    /// not stopping; see `Stop::room_end`), so that a client slow to take
     /// an answer cannot hold the worker past the shutdown grace. `None`
     /// for a stream whose waits are not paced.
     pub(crate) drain_end: Option<&'a dyn Fn() -> Option<Instant>>,

@@ -287,8 +287,9 @@ fn serve_until_parked<H: Handler>(
     waiter: &mut Waiter,
     place: &mut Place<'_>,
 ) {
-    // At shutdown, waits for a client to take an answer end with the drain.
-    let drain_end = || shared.stopping_flag().drain_end(shared.config.shutdown_grace);
+    // At shutdown, waits for a client to take an answer end within the
+    // grace (see `Stop::room_end`).
+    let drain_end = || shared.stopping_flag().room_end(shared.config.shutdown_grace);
     loop {
         let (next, left_seat) = {
             let watched_by = shared.registry_of(&conn);

@@ -394,7 +394,8 @@ impl Server {
     /// connection goes on reading requests its client had already sent (a
     /// client that keeps sending is not served past it) and waiting for a
     /// client to take an answer (one it has not taken by then is cut
-    /// short).
+    /// short; under a grace of less than 4 s, half the grace is left for
+    /// that).
     /// Default: [`DEFAULT_SHUTDOWN_GRACE`](crate::DEFAULT_SHUTDOWN_GRACE).
     pub fn shutdown_grace(mut self, d: Duration) -> Server {
         self.config.shutdown_grace = d;

@@ -575,6 +575,36 @@ fn a_client_that_stopped_reading_does_not_hold_a_worker_past_the_shutdown_grace(
     assert!(got.len() < 32 << 20, "{} bytes", got.len());
 }
 
+/// Under a short shutdown grace (2 s, no more than a lingering close) an
+/// answer held before the shutdown still goes whole to a client that reads
+/// it as soon as the shutdown has begun: the worker's waits for room end
+/// within the grace, not at once. (They ended at the grace less 2 s, here
+/// the moment of the stop: the first wait for room failed and the answer
+/// was cut after a few megabytes.)
+#[test]
+fn a_held_answer_goes_whole_at_shutdown_under_a_short_grace() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .shutdown_grace(Duration::from_secs(2))
+        .spawn(big_or_small)
+        .unwrap();
+    let mut reader = connect(server.local_addr());
+    send(&mut reader, &get("/big"));
+    wait_for(&server, "the large answer held, parked", |s| s.unsent_bytes > 0 && s.parked == 1);
+    server.signal().shutdown();
+    // The shutdown took the connection back to a worker to finish it.
+    wait_for(&server, "the held answer back with a worker", |s| s.parked == 0);
+    let reply = read_reply(&mut reader, false).expect("the whole answer");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-length"), Some("33554432"));
+    assert_eq!(reply.body.len(), 32 << 20);
+    assert!(reply.body.iter().all(|&b| b == b'z'));
+    assert!(closed(&mut reader));
+    assert!(server.join());
+}
+
 /// A held answer is under the least rate too: parked, all its time waits
 /// for the client, so a client that takes bytes just often enough to beat
 /// the write timeout, but far too slowly in all, is cut. At a least rate of
