@@ -394,7 +394,10 @@ fn read_turn_spent<T: Transport, H: ?Sized>(
     cx: &mut Ctx<'_, H>,
     turn: &Turn,
 ) -> Next {
-    if cx.is_stopping() && turn.read_stopping && conn.awaits_request() {
+    // At shutdown, only once the drain is over: a request the client sent
+    // behind the lines before the stop is still to be read, in a later
+    // turn (the close would read it and discard it).
+    if cx.is_stopping() && turn.read_stopping && conn.awaits_request() && is_past(cx.drain_end(), Instant::now()) {
         return close_idle(conn, io, cx);
     }
     if let Some(next) = past_deadline_unrequested(conn, io, cx) {

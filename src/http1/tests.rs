@@ -1354,6 +1354,28 @@ fn a_flood_of_empty_lines_yields_its_turn_and_meets_its_deadline() {
     assert_eq!(s.counters.snapshot(0, 0, Default::default()).timeouts, 1);
 }
 
+/// At shutdown, a turn that ends on its share of empty lines does not close
+/// the connection while the drain lasts: a request the client sent behind
+/// the lines, before the stop, is read in a later turn and answered (it was
+/// read by the close and discarded).
+#[test]
+fn a_request_behind_a_flood_of_empty_lines_is_served_at_shutdown() {
+    let flood = b"\r\n".repeat(300 * 1024);
+    let mut s = Served::new(&hello);
+    s.stopping.set();
+    // One piece: the socket never runs dry before the request.
+    let mut io = Script::new(&[&[&flood[..], b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"].concat()]);
+    io.release();
+    let mut next = s.serve(&mut io);
+    while next == Next::Yield {
+        next = s.serve(&mut io);
+    }
+    assert_eq!(next, Next::Close);
+    let answer =
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+    assert_eq!(redact_dates(&io.written), answer);
+}
+
 /// A connection that has sent nothing but empty lines and parks past its
 /// deadline is closed as it parks, as the monitor would close it. The
 /// monitor may never find it parked: bytes that arrive between its last
