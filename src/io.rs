@@ -290,7 +290,7 @@ pub(crate) struct Socket<'a> {
     /// not stopping; see `Stop::room_end`), so that a client slow to take
     /// an answer cannot hold the worker past the shutdown grace. `None`
     /// for a stream whose waits are not paced.
-    pub(crate) drain_end: Option<&'a dyn Fn() -> Option<Instant>>,
+    pub(crate) room_end: Option<&'a dyn Fn() -> Option<Instant>>,
 }
 
 /// How long a worker may go on waiting for one client to take bytes
@@ -364,7 +364,7 @@ impl Transport for Socket<'_> {
             return self.waiter.wait(&mut *self.stream, ready, timeout);
         }
         let mut limit = self.pace.next_wait(timeout);
-        if let Some(end) = self.drain_end.and_then(|drain_end| drain_end()) {
+        if let Some(end) = self.room_end.and_then(|room_end| room_end()) {
             limit = limit.min(end.saturating_duration_since(Instant::now()));
         }
         if limit.is_zero() {
@@ -378,7 +378,7 @@ impl Transport for Socket<'_> {
 
     fn stop_pacing(&mut self) {
         self.pace = Pace::new(0);
-        self.drain_end = None;
+        self.room_end = None;
     }
 
     fn begin_body_wait(&mut self) -> bool {
@@ -505,7 +505,7 @@ mod tests {
             pace: Pace::new(u64::MAX),
             body_waits: (&counters, 1),
             input_ended: false,
-            drain_end: None,
+            room_end: None,
         };
         let mut io = RecordsHeld { sock, block_after_wake: 1, blocking: 0 };
         let result = write_all_wait(&mut io, b"the rest", Duration::from_secs(1));

@@ -289,7 +289,7 @@ fn serve_until_parked<H: Handler>(
 ) {
     // At shutdown, waits for a client to take an answer end within the
     // grace (see `Stop::room_end`).
-    let drain_end = || shared.stopping_flag().room_end(shared.config.shutdown_grace);
+    let room_end = || shared.stopping_flag().room_end(shared.config.shutdown_grace);
     loop {
         let (next, left_seat) = {
             let watched_by = shared.registry_of(&conn);
@@ -301,7 +301,7 @@ fn serve_until_parked<H: Handler>(
                 pace: Pace::new(shared.config.write_min_rate),
                 body_waits: (&shared.counters, shared.config.body_waits()),
                 input_ended: conn.input_ended,
-                drain_end: Some(&drain_end),
+                room_end: Some(&room_end),
             };
             let mut cx = Ctx {
                 handler,
