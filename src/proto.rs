@@ -223,6 +223,16 @@ mod class_tests {
 
     const ALL: [u8; 5] = [TCHAR, VCHAR, FIELD_TEXT, HOST_TEXT, DIGIT];
 
+    /// A xorshift generator: the same bytes on every run.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// Each class as the RFCs (and the `Host` check) define it.
     fn defined(class: u8, b: u8) -> bool {
         match class {
@@ -249,13 +259,7 @@ mod class_tests {
     /// bytes (a carry or borrow out of one lane would show in the next).
     #[test]
     fn first_outside_tells_each_byte_in_each_lane() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for (lo, hi) in [(0x21, 0x7e), (0x20, 0x7e), (b'0', b'9'), (0x80, 0x00), (0x00, 0x7e)] {
             let inside: Vec<u8> = (lo..=hi).collect();
             for b in 0..=255u8 {
@@ -281,21 +285,16 @@ mod class_tests {
     /// one byte outside the class at every place or none, from every start.
     #[test]
     fn skip_finds_the_first_byte_outside_the_class() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for class in ALL {
             let inside: Vec<u8> = (0..=255).filter(|&b| defined(class, b)).collect();
             let outside: Vec<u8> = (0..=255).filter(|&b| !defined(class, b)).collect();
             for len in 0..40 {
                 for odd_at in 0..=len {
-                    let mut bytes: Vec<u8> = (0..len).map(|_| inside[usize::from(next()) % inside.len()]).collect();
+                    let mut bytes: Vec<u8> =
+                        (0..len).map(|_| inside[usize::from(next() as u8) % inside.len()]).collect();
                     if odd_at < len {
-                        bytes[odd_at] = outside[usize::from(next()) % outside.len()];
+                        bytes[odd_at] = outside[usize::from(next() as u8) % outside.len()];
                     }
                     for from in 0..=len {
                         let expected = bytes[from..].iter().position(|&b| !defined(class, b)).map(|i| i + from);

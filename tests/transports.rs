@@ -84,7 +84,18 @@ mod tls {
 
     /// A server certificate for `localhost`, and a client that trusts it.
     fn setup() -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>) {
-        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let (server, client, _) = setup_with(vec!["localhost".into()], rustls::DEFAULT_VERSIONS);
+        (server, client)
+    }
+
+    /// A server certificate for `names` (`localhost` among them), and a
+    /// client that trusts it and speaks `versions`; and the certificate's
+    /// size.
+    fn setup_with(
+        names: Vec<String>,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> (Arc<rustls::ServerConfig>, Arc<rustls::ClientConfig>, usize) {
+        let cert = rcgen::generate_simple_self_signed(names).unwrap();
         let server =
             httpool::tls::config_from_pem(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes())
                 .unwrap();
@@ -92,11 +103,11 @@ mod tls {
         roots.add(CertificateDer::from(cert.cert.der().to_vec())).unwrap();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let client = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(versions)
             .unwrap()
             .with_root_certificates(roots)
             .with_no_client_auth();
-        (server, Arc::new(client))
+        (server, Arc::new(client), cert.cert.der().len())
     }
 
     type Client = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
@@ -171,23 +182,12 @@ mod tls {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_handshake_flight_larger_than_the_socket_buffer_is_sent_whole() {
-        let names: Vec<String> = (0..600).map(|i| format!("name-{i:04}.of-a-large-certificate.localhost")).collect();
-        let cert = rcgen::generate_simple_self_signed([vec!["localhost".to_string()], names].concat()).unwrap();
-        assert!(cert.cert.der().len() > 20_000, "the certificate is {} bytes", cert.cert.der().len());
-        let server_config =
-            httpool::tls::config_from_pem(cert.cert.pem().as_bytes(), cert.key_pair.serialize_pem().as_bytes())
-                .unwrap();
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(CertificateDer::from(cert.cert.der().to_vec())).unwrap();
-        let client_config = Arc::new(
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                // TLS 1.2: a TLS 1.3 client sends a ChangeCipherSpec as soon
-                // as the ServerHello comes, which woke the parked server.
-                .with_protocol_versions(&[&rustls::version::TLS12])
-                .unwrap()
-                .with_root_certificates(roots)
-                .with_no_client_auth(),
-        );
+        let names = (0..600).map(|i| format!("name-{i:04}.of-a-large-certificate.localhost"));
+        // TLS 1.2: a TLS 1.3 client sends a ChangeCipherSpec as soon as the
+        // ServerHello comes, which woke the parked server.
+        let (server_config, client_config, cert_len) =
+            setup_with(std::iter::once("localhost".to_string()).chain(names).collect(), &[&rustls::version::TLS12]);
+        assert!(cert_len > 20_000, "the certificate is {cert_len} bytes");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         rustix::net::sockopt::set_socket_send_buffer_size(&listener, 4096).unwrap();
         let server = Server::from_listener(listener)
