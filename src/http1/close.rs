@@ -31,6 +31,14 @@ pub(super) fn close<T: Transport, H: ?Sized>(
     if let Some(next) = end_whole(conn, io, cx, Then::Close) {
         return next;
     }
+    // At shutdown the server chose the close, and a client that pipelines
+    // may send more once it has read this answer: as after an idle one.
+    // (An answer cut short has no tail to protect.)
+    if answered && cx.is_stopping() && !conn.is_torn() {
+        // close_notify went out with `end_whole` when the answers did.
+        io.shutdown_write_torn();
+        return linger_after_recent(conn, io, cx, Instant::now());
+    }
     pause(conn, cx, Next::Close)
 }
 
@@ -73,7 +81,31 @@ pub(super) fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut
     if has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
     }
-    pause(conn, cx, Next::Close)
+    match conn.phase.answered_at(Instant::now()) {
+        Some(at) => linger_after_recent(conn, io, cx, at),
+        None => pause(conn, cx, Next::Close),
+    }
+}
+
+/// Closes, its write side shut, a connection that answered at `answered`
+/// and has sent nothing more: no read tells whether the kernel still holds
+/// the tail of that answer, and a request the client sends once it has
+/// read part of it would meet a closed socket, whose reset discards the
+/// tail. So the close lingers until [`LINGER`] after the answer (the client
+/// reads to the end of stream and closes, most often much sooner); long
+/// idle, it closes at once. The end is fixed by the answer, not by when the
+/// lingering begins, so that lingers a worker waits out one after another
+/// at shutdown do not add up.
+fn linger_after_recent<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    answered: Instant,
+) -> Next {
+    match after(answered, LINGER).filter(|&end| end > Instant::now()) {
+        Some(end) => linger_until(conn, io, cx, end),
+        None => pause(conn, cx, Next::Close),
+    }
 }
 
 /// True when the client sent bytes nobody has read (they are discarded).
@@ -99,9 +131,14 @@ pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io:
         true => io.shutdown_write_torn(),
         false => io.shutdown_write(),
     }
-    // At shutdown, no later than the grace allows.
-    let end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
-    let until = earliest(Some(Instant::now() + LINGER), end).unwrap_or_else(Instant::now);
+    linger_until(conn, io, cx, Instant::now() + LINGER)
+}
+
+/// Lingers, the write side shut, until `end` — at shutdown no later than
+/// the grace allows.
+fn linger_until<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, end: Instant) -> Next {
+    let grace_end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
+    let until = earliest(Some(end), grace_end).unwrap_or_else(Instant::now);
     conn.linger_after_answer(until);
     linger(conn, io, cx, until)
 }

@@ -192,6 +192,17 @@ impl Phase {
         self.0 = State::Waiting { since: None, first: false };
     }
 
+    /// When the last answer of a connection waiting for its next request
+    /// went out: when it parked after it, or `now` when it has not parked
+    /// since (the answer went out in this turn). `None` when it has
+    /// answered nothing, or is in another phase.
+    pub(crate) fn answered_at(&self, now: Instant) -> Option<Instant> {
+        match self.0 {
+            State::Waiting { since, first: false } => Some(since.unwrap_or(now)),
+            _ => None,
+        }
+    }
+
     /// A lingering close, until `until`.
     pub(crate) fn linger(&mut self, until: Instant) {
         self.0 = State::Lingering { until };
@@ -255,6 +266,13 @@ impl Phase {
             // to be finished.
             State::Sending { .. } => Dry::Park,
         }
+    }
+
+    /// A kept-alive connection waiting for its next request, its idle
+    /// clock started at `since` (tests).
+    #[cfg(test)]
+    pub(crate) fn kept_alive_since(since: Instant) -> Phase {
+        Phase(State::Waiting { since: Some(since), first: false })
     }
 
     /// The clock of a connection waiting for a request or for the rest of
