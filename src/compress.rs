@@ -48,7 +48,8 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 ///   Accept-Encoding`, and the weak `ETag` when the client holds the
 ///   gzipped answer; a `HEAD` answer with no body is judged by the
 ///   `Content-Length` it announces, which is dropped when the `GET` would
-///   be gzipped, as a `304`'s is for a client that accepts gzip), is not a
+///   be gzipped — the `HEAD` answer then gets the `GET`'s other headers
+///   below — as a `304`'s is for a client that accepts gzip), is not a
 ///   range (`206`, or a `Content-Range`), is not already encoded
 ///   (`Content-Encoding`), and does not say `Cache-Control: no-transform`.
 ///
@@ -118,10 +119,11 @@ impl<H> Compress<H> {
             // No body to gzip: the `200` it stands for would be gzipped, of
             // a length not known here, and the identity length it announces
             // must not be sent (RFC 9110 §8.6). A body of unknown length
-            // (never read: the answer is to a `HEAD`) announces none.
+            // (never read: the answer is to a `HEAD`) announces none. Its
+            // other headers are the gzipped `200`'s (RFC 9110 §9.3.2).
             Plan::Compress if announced(req, &resp).is_some() => {
-                resp.declared_length = None;
                 resp.body = Payload::Reader { reader: Box::new(io::empty()), len: None };
+                mark_encoded(&mut resp);
             }
             Plan::Compress => self.encode(&mut resp),
         }
