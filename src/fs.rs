@@ -26,7 +26,8 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///
 /// - `GET` and `HEAD`; other methods get `405` with `Allow: GET, HEAD`.
 /// - `Content-Type` from the extension (`text/*` types with `charset=utf-8`;
-///   `application/octet-stream` when unknown), `ETag` and `Last-Modified`
+///   `application/octet-stream` when unknown; `.svgz` is `image/svg+xml`
+///   with `Content-Encoding: gzip`), `ETag` and `Last-Modified`
 ///   from the file's length and modification time (a time in the future
 ///   shown as now), `304 Not Modified` for `If-None-Match` or (without it)
 ///   `If-Modified-Since`, `412 Precondition Failed` for `If-Match` or
@@ -341,6 +342,7 @@ fn entry(path: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
         etag: format!("\"{:x}-{nanos:x}\"", id.len),
         last_modified: crate::date::http_date(modified),
         content_type: content_type(&path),
+        content_encoding: content_encoding(&path),
         path,
         id,
         modified,
@@ -361,6 +363,15 @@ fn content_type(path: &Path) -> Cow<'static, str> {
         Some(other) => other.into(),
         None => "application/octet-stream".into(),
     }
+}
+
+/// The `Content-Encoding` of a file whose extension says its bytes are
+/// compressed data of another type: `.svgz` is gzipped SVG (served as
+/// `image/svg+xml`, which a browser renders only when told the coding).
+/// Archives (`.gz`, `.tgz`) are data of their own type, sent as they are.
+fn content_encoding(path: &Path) -> Option<&'static str> {
+    let ext = path.extension()?.to_str()?;
+    ext.eq_ignore_ascii_case("svgz").then_some("gzip")
 }
 
 #[cfg(test)]

@@ -79,6 +79,10 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
         206 => resp.with_header("Content-Range", format!("bytes {first}-{}/{len}", first + n - 1)),
         _ => resp,
     };
+    let resp = match entry.content_encoding {
+        Some(coding) => resp.with_header("Content-Encoding", coding),
+        None => resp,
+    };
     with_validators(resp.with_content_type(entry.content_type.clone()), entry).with_header("Accept-Ranges", "bytes")
 }
 

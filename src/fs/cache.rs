@@ -52,6 +52,9 @@ pub(crate) struct Entry {
     pub(crate) etag: String,
     pub(crate) last_modified: String,
     pub(crate) content_type: Cow<'static, str>,
+    /// The coding the file's bytes are stored in, by its extension
+    /// (`gzip` for `.svgz`).
+    pub(crate) content_encoding: Option<&'static str>,
     /// The whole file, when it is at most [`MAX_FILE_IN_MEMORY`].
     pub(crate) bytes: Option<Vec<u8>>,
 }
@@ -131,6 +134,7 @@ mod tests {
             etag: String::new(),
             last_modified: String::new(),
             content_type: Cow::Borrowed("text/plain"),
+            content_encoding: None,
             bytes: Some(vec![0; bytes]),
         })
     }

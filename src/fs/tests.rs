@@ -47,6 +47,8 @@ fn site() -> (TempDir, ServeDir) {
     tmp.write("site/.env", b"SECRET=1\n");
     tmp.write("site/data.json", b"{}");
     tmp.write("site/logo.svg", b"<svg/>");
+    tmp.write("site/logo.svgz", b"\x1f\x8b");
+    tmp.write("site/logs.tar.gz", b"\x1f\x8b");
     tmp.write("site/app.js", b"1");
     tmp.write("site/blob.unknownext", b"?");
     tmp.write("outside/secret.txt", b"secret\n");
@@ -118,6 +120,20 @@ fn content_types_by_extension() {
     ] {
         assert_eq!(get(&dir, target, "").header("content-type"), Some(want), "{target}");
     }
+}
+
+/// A `.svgz` file is gzipped SVG: it says so, so that a browser renders
+/// it; an archive is sent as the data it is.
+#[test]
+fn svgz_says_its_coding_and_archives_do_not() {
+    let (_tmp, dir) = site();
+    let svgz = get(&dir, "/logo.svgz", "");
+    assert_eq!((svgz.header("content-type"), svgz.header("content-encoding")), (Some("image/svg+xml"), Some("gzip")));
+    let head = request(&dir, "HEAD", "/logo.svgz");
+    assert_eq!(head.header("content-encoding"), Some("gzip"));
+    let archive = get(&dir, "/logs.tar.gz", "");
+    assert_eq!(archive.header("content-encoding"), None);
+    assert_ne!(archive.header("content-type"), Some("image/svg+xml"));
 }
 
 /// A `HEAD` for a file in memory is answered as a `GET` (the server sends
