@@ -12,7 +12,8 @@ use crate::io::{Transport, now, read_wait, write_all_wait};
 /// One read of body bytes, waiting up to `timeout` for them. A worker that
 /// must wait takes one of the places for body waits
 /// ([`Transport::begin_body_wait`]); with none left the read fails at once
-/// (`ResourceBusy`), so slow uploads cannot hold every thread.
+/// (`ResourceBusy`), so slow uploads cannot hold every thread. At shutdown
+/// the wait ends with the drain, as a timeout (see `Socket::shutdown`).
 fn read_body_bytes(io: &mut dyn Transport, buf: &mut [u8], timeout: Duration) -> io::Result<usize> {
     if let Some(n) = now(|| io.read(buf))? {
         return Ok(n);

@@ -48,6 +48,10 @@ pub(crate) use state::{ConnState, Slow};
 /// (and discarding) what the client still sends: [`close_lingering`].
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
 
+/// At shutdown, the time left at the end of the grace for a worker whose
+/// last lingering close ran to its limit to close and leave.
+const SETTLE: Duration = Duration::from_millis(100);
+
 /// Bodies up to this size are copied behind the head, for one write.
 const INLINE_BODY: usize = 32 * 1024;
 
@@ -134,6 +138,16 @@ impl Stop {
     /// `None`: no limit, or not stopping.
     pub(crate) fn room_end(&self, grace: Duration) -> Option<Instant> {
         after(self.since()?, grace.saturating_sub(LINGER.min(grace / 2)))
+    }
+
+    /// Once the server is stopping, when a lingering close ends at the
+    /// latest under a shutdown grace of `grace`: the grace less a moment
+    /// ([`SETTLE`], or a tenth of a shorter grace) for the worker to close
+    /// and leave, so that [`ServerHandle::shutdown`](crate::ServerHandle::shutdown)
+    /// finds it gone rather than give up on it at the very end. `None`: no
+    /// limit, or not stopping.
+    pub(crate) fn linger_end(&self, grace: Duration) -> Option<Instant> {
+        after(self.since()?, grace.saturating_sub(SETTLE.min(grace / 10)))
     }
 }
 

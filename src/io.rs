@@ -286,11 +286,16 @@ pub(crate) struct Socket<'a> {
     /// An event said the client's sending side closed: a short read may
     /// leave the end of stream behind it, unannounced by any later event.
     pub(crate) input_ended: bool,
-    /// At shutdown, when waits for room end (`None` inside: no limit, or
-    /// not stopping; see `Stop::room_end`), so that a client slow to take
-    /// an answer cannot hold the worker past the shutdown grace. `None`
-    /// for a stream whose waits are not paced.
-    pub(crate) room_end: Option<&'a dyn Fn() -> Option<Instant>>,
+    /// The server's stop flag and shutdown grace, by which waits on the
+    /// client end at shutdown, begun before it or after: waits for room at
+    /// `Stop::room_end`, so that a client slow to take an answer cannot
+    /// hold the worker past the grace, and waits for a request body the
+    /// handler reads at `Stop::drain_end`. `None` for a stream whose waits
+    /// are not paced.
+    pub(crate) shutdown: Option<(&'a crate::http1::Stop, Duration)>,
+    /// Between [`Transport::begin_body_wait`] and its end: a wait for input
+    /// is one for a request body.
+    pub(crate) in_body_wait: bool,
 }
 
 /// How long a worker may go on waiting for one client to take bytes
@@ -336,6 +341,55 @@ pub(crate) fn earned(sent: u64, min_rate: u64) -> Duration {
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
+/// How often a wait on a client that a shutdown would cut short looks at
+/// the stop flag, while the server is not stopping.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+impl Socket<'_> {
+    /// Waits for `ready` until `deadline` (`None`: no limit) or, at
+    /// shutdown, the end [`Socket::shutdown`] sets for this kind of wait,
+    /// whichever comes first (then `TimedOut`). A wait begun before the stop
+    /// is cut short by it all the same: it looks at the flag every
+    /// [`STOP_CHECK`].
+    fn wait_until(&mut self, ready: Ready, deadline: Option<Instant>) -> io::Result<()> {
+        let watched = self.shutdown.filter(|_| ready == Ready::Writable || self.in_body_wait);
+        loop {
+            let now = Instant::now();
+            let stopping = watched.is_some_and(|(stop, _)| stop.is_set());
+            let end = match watched {
+                Some((stop, grace)) if stopping => {
+                    let cut = match ready {
+                        Ready::Writable => stop.room_end(grace),
+                        Ready::Readable => stop.drain_end(grace),
+                    };
+                    earlier(deadline, cut)
+                }
+                _ => deadline,
+            };
+            if end.is_some_and(|end| end <= now) {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            let until = match watched.is_some() && !stopping {
+                true => earlier(end, Some(now + STOP_CHECK)),
+                false => end,
+            };
+            let left = until.map_or(Duration::MAX, |until| until.saturating_duration_since(now));
+            match self.waiter.wait(&mut *self.stream, ready, left) {
+                Err(e) if e.kind() == io::ErrorKind::TimedOut && until != end => {}
+                waited => return waited,
+            }
+        }
+    }
+}
+
+/// The earlier of two deadlines (`None`: never).
+fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl Read for Socket<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.stream.read(buf)
@@ -360,33 +414,36 @@ impl Transport for Socket<'_> {
         // reads, a peer slow to take a response), its seat must not be woken
         // by the same bytes; the connection registers again when it parks.
         self.leave_seat();
-        if ready == Ready::Readable {
-            return self.waiter.wait(&mut *self.stream, ready, timeout);
-        }
-        let mut limit = self.pace.next_wait(timeout);
-        if let Some(end) = self.room_end.and_then(|room_end| room_end()) {
-            limit = limit.min(end.saturating_duration_since(Instant::now()));
-        }
-        if limit.is_zero() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "the client takes the response too slowly"));
-        }
         let start = Instant::now();
-        let waited = self.waiter.wait(&mut *self.stream, ready, limit);
-        self.pace.waited(start.elapsed());
-        waited
+        let waited = match ready {
+            Ready::Readable => self.wait_until(ready, start.checked_add(timeout)),
+            Ready::Writable => {
+                let waited = self.wait_until(ready, start.checked_add(self.pace.next_wait(timeout)));
+                self.pace.waited(start.elapsed());
+                waited
+            }
+        };
+        waited.map_err(|e| match (e.kind(), ready) {
+            (io::ErrorKind::TimedOut, Ready::Writable) => {
+                io::Error::new(io::ErrorKind::TimedOut, "the client takes the response too slowly")
+            }
+            _ => e,
+        })
     }
 
     fn stop_pacing(&mut self) {
         self.pace = Pace::new(0);
-        self.room_end = None;
+        self.shutdown = None;
     }
 
     fn begin_body_wait(&mut self) -> bool {
         let (counters, most) = self.body_waits;
-        counters.begin_body_wait(most)
+        self.in_body_wait = counters.begin_body_wait(most);
+        self.in_body_wait
     }
 
     fn end_body_wait(&mut self) {
+        self.in_body_wait = false;
         self.body_waits.0.end_body_wait();
     }
 
@@ -505,7 +562,8 @@ mod tests {
             pace: Pace::new(u64::MAX),
             body_waits: (&counters, 1),
             input_ended: false,
-            room_end: None,
+            shutdown: None,
+            in_body_wait: false,
         };
         let mut io = RecordsHeld { sock, block_after_wake: 1, blocking: 0 };
         let result = write_all_wait(&mut io, b"the rest", Duration::from_secs(1));

@@ -287,9 +287,9 @@ fn serve_until_parked<H: Handler>(
     waiter: &mut Waiter,
     place: &mut Place<'_>,
 ) {
-    // At shutdown, waits for a client to take an answer end within the
-    // grace (see `Stop::room_end`).
-    let room_end = || shared.stopping_flag().room_end(shared.config.shutdown_grace);
+    // At shutdown, waits for a client end within the grace (see
+    // `Socket::shutdown`).
+    let shutdown = (shared.stopping_flag(), shared.config.shutdown_grace);
     loop {
         let (next, left_seat) = {
             let watched_by = shared.registry_of(&conn);
@@ -301,7 +301,8 @@ fn serve_until_parked<H: Handler>(
                 pace: Pace::new(shared.config.write_min_rate),
                 body_waits: (&shared.counters, shared.config.body_waits()),
                 input_ended: conn.input_ended,
-                room_end: Some(&room_end),
+                shutdown: Some(shutdown),
+                in_body_wait: false,
             };
             let mut cx = Ctx {
                 handler,

@@ -392,10 +392,11 @@ impl Server {
     /// How long [`ServerHandle::shutdown`] waits for in-flight requests;
     /// less the 2 s a lingering close may take after it, how long a
     /// connection goes on reading requests its client had already sent (a
-    /// client that keeps sending is not served past it) and waiting for a
-    /// client to take an answer (one it has not taken by then is cut
-    /// short; under a grace of less than 4 s, half the grace is left for
-    /// that).
+    /// client that keeps sending is not served past it), a handler's read
+    /// of a request body waits for it (then the client gets `408`), and a
+    /// worker waits for a client to take an answer (one it has not taken
+    /// by then is cut short; under a grace of less than 4 s, half the grace
+    /// is left for that).
     /// Default: [`DEFAULT_SHUTDOWN_GRACE`](crate::DEFAULT_SHUTDOWN_GRACE).
     pub fn shutdown_grace(mut self, d: Duration) -> Server {
         self.config.shutdown_grace = d;

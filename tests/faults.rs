@@ -575,6 +575,39 @@ fn a_client_that_stopped_reading_does_not_hold_a_worker_past_the_shutdown_grace(
     assert!(got.len() < 32 << 20, "{} bytes", got.len());
 }
 
+/// At shutdown a handler reading a request body from a client that stopped
+/// sending waits no longer than the drain: the client gets `408` and the
+/// worker is free within the grace. (It waited the whole body read
+/// timeout, here two minutes, and `shutdown` gave up on it after the grace,
+/// the worker left behind.)
+#[test]
+fn a_stalled_upload_does_not_hold_a_worker_past_the_shutdown_grace() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .body_buffer_bytes(0) // a chunked body is then read by the handler alone
+        .body_read_timeout(Duration::from_secs(120))
+        .body_timeout(Duration::from_secs(120))
+        .shutdown_grace(Duration::from_secs(3))
+        .spawn(|req: &mut Request| {
+            let mut body = Vec::new();
+            match req.body().read_to_end(&mut body) {
+                Ok(n) => Response::text(format!("{n} bytes")),
+                Err(_) => Response::text("the body failed"),
+            }
+        })
+        .unwrap();
+    let mut stalled = connect(server.local_addr());
+    send(&mut stalled, b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n");
+    wait_for(&server, "the handler waiting for the body", |s| s.body_waits == 1);
+    let started = Instant::now();
+    assert!(server.shutdown(), "a worker was still waiting for the body after the grace");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    let reply = read_reply(&mut stalled, false).unwrap();
+    assert_eq!(reply.status, 408, "{reply:?}");
+}
+
 /// Under a short shutdown grace (2 s, no more than a lingering close) an
 /// answer held before the shutdown still goes whole to a client that reads
 /// it as soon as the shutdown has begun: the worker's waits for room end

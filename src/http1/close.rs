@@ -135,9 +135,9 @@ pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io:
 }
 
 /// Lingers, the write side shut, until `end` — at shutdown no later than
-/// the grace allows.
+/// the grace allows (`Stop::linger_end`).
 fn linger_until<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, end: Instant) -> Next {
-    let grace_end = cx.stopping.since().and_then(|since| after(since, cx.config.shutdown_grace));
+    let grace_end = cx.stopping.linger_end(cx.config.shutdown_grace);
     let until = earliest(Some(end), grace_end).unwrap_or_else(Instant::now);
     conn.linger_after_answer(until);
     linger(conn, io, cx, until)
