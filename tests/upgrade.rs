@@ -73,6 +73,39 @@ fn bytes_sent_right_after_the_upgrade_request_reach_the_new_protocol() {
     assert!(server.shutdown());
 }
 
+/// A request whose body was collected before its handler ran (the read
+/// buffer grown for it, holding a share of the server's budget for
+/// collected bodies) gives the share back when it upgrades: the upgraded
+/// connection may last for hours. (It kept it, and the grown buffer, for as
+/// long as the connection lasted.)
+#[test]
+fn an_upgrade_after_a_collected_body_holds_no_share_of_the_body_budget() {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();
+    let mut conn = TcpStream::connect(server.local_addr()).unwrap();
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    let body = vec![b'b'; 50_000];
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(&[head.as_bytes(), &body, b"early bytes"].concat()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"early bytes") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(got.starts_with(b"HTTP/1.1 101 "), "{:?}", String::from_utf8_lossy(&got));
+    // The closure runs (it echoed the early bytes): the share is back.
+    assert_eq!(server.stats().buffered_body_bytes, 0);
+    conn.write_all(b"later").unwrap();
+    let n = conn.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"later");
+    drop(conn);
+    assert!(server.shutdown());
+}
+
 #[test]
 fn an_upgrade_the_client_did_not_ask_for_is_a_500() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();

@@ -217,7 +217,7 @@ fn upgrade<T: Transport, H: ?Sized>(
     io.leave_seat();
     io.stop_pacing();
     let early = conn.take_unparsed();
-    let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, early)));
+    let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, &early)));
     if catch_unwind(run).is_err() {
         error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();

@@ -3,6 +3,7 @@
 //! bytes received were parsed and what a body being collected still needs,
 //! and whether its handler calls block.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use super::Ran;
@@ -200,9 +201,16 @@ impl ConnState {
     }
 
     /// Bytes after the unparsed ones as they were received, handed to an
-    /// upgrade.
-    pub(crate) fn take_unparsed(&mut self) -> &[u8] {
-        self.buf.take_unparsed()
+    /// upgrade. A buffer grown for a body goes now, with its share of the
+    /// budget (an upgraded connection may last for hours): its bytes are
+    /// copied out.
+    pub(crate) fn take_unparsed(&mut self) -> Cow<'_, [u8]> {
+        if self.share.take().is_some() {
+            let early = self.buf.take_unparsed().to_vec();
+            self.buf = ReadBuf::default();
+            return Cow::Owned(early);
+        }
+        Cow::Borrowed(self.buf.take_unparsed())
     }
 
     /// Gets a worker's buffer for the turn (see [`ReadBuf::attach`]).
