@@ -204,6 +204,15 @@ pub(crate) trait Seating {
 
     /// A call of `method` on `path` went as `ran` says.
     fn route_ran(&self, _method: &str, _path: &str, _ran: Ran) {}
+
+    /// Whether other connections wait for a worker (at shutdown any worker
+    /// takes them): a close lingering at shutdown, which waits on its
+    /// socket, looks every `close::LINGER_SLICE` and lets them go first
+    /// (`close::linger`). `None`: no other connection can need this worker
+    /// (a driver of one connection), so the wait is not cut up.
+    fn others_ready(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// How a handler call went, as far as the worker can tell.

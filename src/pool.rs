@@ -223,6 +223,10 @@ impl Seating for Place<'_> {
     fn route_ran(&self, method: &str, path: &str, ran: Ran) {
         self.shared.routes.ran(method, path, ran);
     }
+
+    fn others_ready(&self) -> Option<bool> {
+        Some(self.shared.any_queued())
+    }
 }
 
 /// A worker's life: take a readable connection (polling the seat when none

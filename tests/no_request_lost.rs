@@ -498,3 +498,94 @@ fn a_connection_parked_after_a_read_would_block_is_woken_by_each_arrival() {
     }
     assert!(server.shutdown());
 }
+
+/// At shutdown the closes after recent answers linger (their clients may
+/// still be reading the answers), but on one worker they do not add up, and
+/// they do not hold back the requests other clients sent before the stop:
+/// each client here reads its answer and keeps its socket open, as a busy or
+/// distant one does for a while. (Each close waited out its 2 s on the
+/// worker, one after another — the answer of the next connection was made
+/// only once the previous linger was over — so the fourth answer came 6 s
+/// after the stop, and with more connections the lingers took the whole
+/// grace.)
+#[test]
+fn lingering_closes_at_shutdown_neither_add_up_nor_hold_back_other_requests() {
+    let (server, entered, release) = common::blocking_server(|s| s.workers(1).max_workers(1));
+    let addr = server.local_addr();
+    let mut conns = vec![connect(addr)];
+    send(&mut conns[0], &get("/block"));
+    entered.recv_timeout(PATIENCE).unwrap();
+    // Sent while the only worker is busy: still in their sockets at the stop.
+    for _ in 0..3 {
+        let mut conn = connect(addr);
+        send(&mut conn, &get("/"));
+        conns.push(conn);
+    }
+    let stopped = Instant::now();
+    let signal = server.signal();
+    signal.shutdown();
+    release.send(()).unwrap();
+    for (i, conn) in conns.iter_mut().enumerate() {
+        let reply = read_reply(conn, false).unwrap_or_else(|e| panic!("answer {i}: {e}"));
+        assert_eq!((reply.status, reply.header("connection")), (200, Some("close")), "answer {i}");
+    }
+    let answered = stopped.elapsed();
+    assert!(answered < Duration::from_secs(1), "the last answer came {answered:?} after the stop");
+    assert!(server.join(), "a worker was still busy after the grace");
+    let stopped_in = stopped.elapsed();
+    assert!(stopped_in < Duration::from_secs(3), "the server stopped {stopped_in:?} after the stop");
+    for conn in &mut conns {
+        assert!(closed(conn));
+    }
+}
+
+/// Under a shutdown grace shorter than a lingering close, a close that
+/// lingers after a recent answer does not leave a request sent before the
+/// stop to the last moment of the grace: it is answered, and the server
+/// stops within its grace. (The worker lingered over the idle connection
+/// until 100 ms before the grace, and only then served the request, whose
+/// handler takes 300 ms: `join` gave up on the worker.)
+#[test]
+fn a_lingering_close_at_shutdown_does_not_hold_back_a_request_under_a_short_grace() {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+    let (rx, entered_tx) = (std::sync::Mutex::new(rx), std::sync::Mutex::new(entered_tx));
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .shutdown_grace(Duration::from_secs(1))
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/block" {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                let _ = rx.lock().unwrap().recv_timeout(PATIENCE);
+            }
+            if req.path() == "/slow" {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    // An idle connection that was answered just now, whose client keeps it open.
+    let mut idle = connect(addr);
+    send(&mut idle, &get("/"));
+    assert_eq!(read_reply(&mut idle, false).unwrap().body, b"done");
+    wait_for(&server, "the idle connection parked", |s| s.parked == 1);
+    // The worker busy, a request waits in its socket; another is on the way.
+    let mut blocked = connect(addr);
+    send(&mut blocked, &get("/block"));
+    entered.recv_timeout(PATIENCE).unwrap();
+    let mut slow = connect(addr);
+    send(&mut slow, &get("/slow"));
+    let stopped = Instant::now();
+    server.signal().shutdown();
+    let joined = std::thread::spawn(move || server.join());
+    tx.send(()).unwrap();
+    assert_eq!(read_reply(&mut blocked, false).unwrap().header("connection"), Some("close"));
+    let reply = read_reply(&mut slow, false).expect("the request sent before the stop is answered");
+    assert_eq!((reply.status, reply.header("connection")), (200, Some("close")));
+    let answered = stopped.elapsed();
+    assert!(joined.join().unwrap(), "a worker was still busy after the grace (answered {answered:?} after the stop)");
+    assert!(closed(&mut idle));
+}

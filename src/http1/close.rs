@@ -3,10 +3,15 @@
 //! the close does not reset the connection under its answer), and how an
 //! idle one closes at shutdown.
 
-use std::time::Instant;
+use std::io;
+use std::time::{Duration, Instant};
 
 use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, after, earliest, flush, pause};
 use crate::io::{Ready, Transport, now};
+
+/// At shutdown, how long a lingering close waits on its socket at a time
+/// while other connections wait for a worker (see [`linger`]).
+pub(super) const LINGER_SLICE: Duration = Duration::from_millis(10);
 
 /// Closes after the answers queued: once the client has taken them (the
 /// connection parks meanwhile). After an answer (`answered`: whole, or cut
@@ -94,8 +99,9 @@ pub(super) fn close_idle<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut
 /// tail. So the close lingers until [`LINGER`] after the answer (the client
 /// reads to the end of stream and closes, most often much sooner); long
 /// idle, it closes at once. The end is fixed by the answer, not by when the
-/// lingering begins, so that lingers a worker waits out one after another
-/// at shutdown do not add up.
+/// lingering begins; and a worker lingering at shutdown yields to the
+/// other connections ready (see [`linger`]), whose answers, and so whose
+/// lingers, then do not wait for this one to end.
 fn linger_after_recent<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
@@ -147,6 +153,16 @@ fn linger_until<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &
 /// parks when there is none (at shutdown, when nothing parks, waits for it
 /// instead), yields after its turn's share of bytes, closes at the end of
 /// stream or past `until`.
+///
+/// At shutdown a wait lasts [`LINGER_SLICE`] at a time, and when other
+/// connections wait for a worker (requests sent before the stop, other
+/// closes lingering; the sweep may queue them only after the linger has
+/// begun) the connection then yields: the worker serves them and comes
+/// back to it. Waited out whole, lingers followed one another on
+/// a worker — the next connection's last answer, which fixes the end of
+/// its linger, made only once the linger before it was over — so they
+/// added up (to the whole grace), and a request behind them was served
+/// only at the end of the grace, too late for `shutdown` to see it done.
 pub(super) fn linger<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
@@ -166,8 +182,22 @@ pub(super) fn linger<T: Transport, H: ?Sized>(
             }
             Ok(None) => match conn.when_dry(cx.config, cx.drain()) {
                 Dry::Wait { .. } => {
-                    if io.wait(Ready::Readable, until.saturating_duration_since(Instant::now())).is_err() {
-                        break;
+                    let left = until.saturating_duration_since(Instant::now());
+                    let wait = match cx.seat.others_ready() {
+                        Some(_) => left.min(LINGER_SLICE),
+                        None => left,
+                    };
+                    match io.wait(Ready::Readable, wait) {
+                        Ok(()) => {}
+                        // Time is left: others waiting go first (after a
+                        // wait, so that lingers yielding to one another do
+                        // not spin), else a read once more.
+                        Err(e) if wait < left && e.kind() == io::ErrorKind::TimedOut => {
+                            if cx.seat.others_ready() == Some(true) {
+                                return pause(conn, cx, Next::Yield);
+                            }
+                        }
+                        Err(_) => break,
                     }
                 }
                 Dry::Park | Dry::Close => return pause(conn, cx, Next::Park),

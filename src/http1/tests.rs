@@ -505,6 +505,46 @@ fn shutting_down_serves_the_requests_received_and_closes_after_the_last() {
     assert!(io.waits.iter().all(|&w| w <= LINGER), "{:?}", io.waits);
 }
 
+/// At shutdown a close lingering while other connections wait for the
+/// worker waits on its socket only a moment, then yields to them, and
+/// takes up its linger where it was; alone on its driver, it waits out
+/// the rest. (It
+/// waited out its whole linger: on one worker the lingers followed one
+/// another, and the requests behind them were served late.)
+#[test]
+fn at_shutdown_a_lingering_close_yields_to_connections_waiting_for_the_worker() {
+    /// Others wait for the worker while the flag is up; else it cannot
+    /// tell (a script's waits take no time: a wait cut up would spin).
+    struct Busy(Arc<std::sync::atomic::AtomicBool>);
+    impl Seating for Busy {
+        fn handler_may_block(&mut self, _: bool) {}
+
+        fn ticks(&self) -> u64 {
+            0
+        }
+
+        fn others_ready(&self) -> Option<bool> {
+            self.0.load(Ordering::Relaxed).then_some(true)
+        }
+    }
+    let others = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut s = Served::new(&echo);
+    s.seat = Box::new(Busy(others.clone()));
+    s.stopping.set();
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Yield);
+    let wire = redact_dates(&io.written);
+    assert!(wire.starts_with("HTTP/1.1 200 OK\r\n") && wire.contains("Connection: close\r\n"), "{wire}");
+    assert!(io.shut_write);
+    assert!(matches!(io.waits[..], [w] if w <= close::LINGER_SLICE), "{:?}", io.waits);
+    // Alone: the rest of the linger, in one wait.
+    others.store(false, Ordering::Relaxed);
+    assert_eq!(s.serve(&mut io), Next::Close);
+    assert!(matches!(io.waits[..], [_, w] if w > close::LINGER_SLICE && w <= LINGER), "{:?}", io.waits);
+    assert_eq!(redact_dates(&io.written), wire, "nothing more was written");
+}
+
 /// At shutdown a request whose head has begun behind the one at hand is
 /// finished (within its head deadline) and served; the answer to it is the
 /// last.

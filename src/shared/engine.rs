@@ -150,6 +150,11 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
+    /// True when some connection waits in a ready list (of any seat).
+    pub(crate) fn any_queued(&self) -> bool {
+        self.lock().board.queued() > 0
+    }
+
     /// The hub's counts (for admission and [`Stats`](crate::Stats)).
     pub(crate) fn load(&self) -> Load {
         let hub = self.lock();

@@ -138,6 +138,13 @@ impl Shared {
         self.ticks.load(Ordering::Relaxed)
     }
 
+    /// True when some connection waits in a ready list: at shutdown, a
+    /// worker lingering over a close serves it first (see
+    /// [`Seating::others_ready`](crate::http1::Seating::others_ready)).
+    pub(crate) fn any_queued(&self) -> bool {
+        self.engine.any_queued()
+    }
+
     /// The monitor took a look.
     pub(crate) fn tick(&self) {
         self.ticks.fetch_add(1, Ordering::Relaxed);
