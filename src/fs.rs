@@ -161,7 +161,7 @@ impl ServeDir {
             Some("") => Found::Directory,
             Some(raw) => match path::respelled(raw, self.hidden) {
                 Some(path) => Found::Respelled(path),
-                None => self.lookup(raw, is_head),
+                None => self.lookup(raw),
             },
         };
         match found {
@@ -176,16 +176,16 @@ impl ServeDir {
 
     /// What `raw` leads to: a remembered file if it is still the same, else
     /// a fresh look.
-    fn lookup(&self, raw: &str, is_head: bool) -> Found {
+    fn lookup(&self, raw: &str) -> Found {
         match self.cache.get(raw) {
-            Some(entry) => match self.reuse(&entry, is_head) {
+            Some(entry) => match self.reuse(&entry) {
                 Some(file) => Found::File(entry, file),
                 None => {
                     self.cache.remove(raw);
-                    self.find(raw, is_head)
+                    self.find(raw)
                 }
             },
-            None => self.find(raw, is_head),
+            None => self.find(raw),
         }
     }
 
@@ -198,10 +198,10 @@ impl ServeDir {
     }
 
     /// Checks that a remembered file is still the same: `Some` with the
-    /// open file when the answer needs one not in memory. `None`: look
-    /// again.
-    fn reuse(&self, entry: &Entry, is_head: bool) -> Option<Option<File>> {
-        if entry.bytes.is_some() || is_head {
+    /// open file when the answer needs one not in memory (a `HEAD` too:
+    /// it is answered as the `GET`, see [`answer`]). `None`: look again.
+    fn reuse(&self, entry: &Entry) -> Option<Option<File>> {
+        if entry.bytes.is_some() {
             let meta = fs::metadata(&entry.path).ok()?;
             return (meta.is_file() && FileId::of(&meta) == entry.id).then_some(None);
         }
@@ -216,7 +216,7 @@ impl ServeDir {
     /// spelling of a file (`/./a`, `//a`, `/%61`, as many as a client
     /// cares to send, each up to `max_uri_bytes`) would take an entry of
     /// its own, and their keys are not counted in the cache's bytes.
-    fn find(&self, raw: &str, is_head: bool) -> Found {
+    fn find(&self, raw: &str) -> Found {
         let target = match path::target(raw, self.hidden) {
             Ok(target) => target,
             Err(code) => return Found::Refused(code),
@@ -243,7 +243,7 @@ impl ServeDir {
         if !meta.is_file() {
             return Found::Refused(404);
         }
-        match self.load(raw, &path, is_head, remember) {
+        match self.load(raw, &path, remember) {
             Ok(found) => found,
             Err(e) => {
                 error!("ServeDir: reading {}: {e}; answering 500", path.display());
@@ -254,7 +254,7 @@ impl ServeDir {
 
     /// Opens the file at `path` if it resolves under the root, and
     /// remembers it under `raw`.
-    fn load(&self, raw: &str, path: &Path, is_head: bool, remember: bool) -> io::Result<Found> {
+    fn load(&self, raw: &str, path: &Path, remember: bool) -> io::Result<Found> {
         let real = match fs::canonicalize(path) {
             Ok(real) if real.starts_with(&self.root) => real,
             // 404, as for a name that leads nowhere: a 403 would tell what
@@ -299,7 +299,7 @@ impl ServeDir {
         if remember {
             self.cache.insert(raw, Arc::clone(&entry));
         }
-        Ok(Found::File(entry, (!in_memory && !is_head).then_some(file)))
+        Ok(Found::File(entry, (!in_memory).then_some(file)))
     }
 }
 

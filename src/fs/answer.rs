@@ -56,10 +56,11 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
         }
     };
     let resp = match (&entry.bytes, file) {
-        // A file in memory answers a HEAD as a GET, body and all (the
-        // server sends no body to a HEAD), so a wrapper such as `compress`
-        // gives both the same headers (RFC 9110 §9.3.2).
-        (None, _) if is_head => Response::status(status).with_header("Content-Length", n.to_string()),
+        // A HEAD is answered as a GET, body and all (the server sends no
+        // body to a HEAD), so a wrapper such as `compress` gives both the
+        // same headers (RFC 9110 §9.3.2): a file on disk too, which
+        // `compress` leaves as it is where it would gzip the length a
+        // bodiless answer announced.
         (Some(bytes), _) => Response::status(status).with_body(bytes[first as usize..(first + n) as usize].to_vec()),
         // A file is open at its start: only a range needs a seek.
         (None, Some(file)) if first == 0 => Response::file(file, n).with_status(status),

@@ -137,8 +137,8 @@ fn svgz_says_its_coding_and_archives_do_not() {
 }
 
 /// A `HEAD` for a file in memory is answered as a `GET` (the server sends
-/// no body to a `HEAD`), so wrappers give both the same headers; one for a
-/// file on disk announces its length without opening it.
+/// no body to a `HEAD`), so wrappers give both the same headers; so is one
+/// for a file on disk (see below).
 #[test]
 fn head_answers_as_get_does() {
     let (_tmp, dir) = site();
@@ -546,5 +546,33 @@ fn a_name_with_a_byte_to_escape_has_one_spelling() {
     for target in ["/[draft]/key", "/%5bdraft%5d/key", "/[draft%5D/key"] {
         let resp = TestRequest::get(target).send(&app);
         assert_eq!((resp.status(), resp.header("location")), (308, Some("/%5Bdraft%5D/key")), "{target}");
+    }
+}
+
+/// Through `compress`, a `HEAD` for a large file (sent from disk, which
+/// `compress` leaves as it is) gets the headers its `GET` gets. It was
+/// judged by the length it announced and given the gzipped answer's
+/// headers (`Content-Encoding: gzip`, a weak tag, no `Accept-Ranges`) for
+/// a `GET` that is sent as it is, with none of them.
+#[test]
+fn through_compress_a_head_for_a_file_on_disk_answers_as_its_get() {
+    let (tmp, dir) = site();
+    let text: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    tmp.write("site/big.txt", &text);
+    let wrapped = crate::compress(dir);
+    let ask = |method: &str| {
+        let raw = format!("{method} /big.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+        with_request(raw.as_bytes(), |req| wrapped.handle(req))
+    };
+    for _ in 0..2 {
+        let get = ask("GET");
+        let head = ask("HEAD");
+        assert_eq!(get.header("content-encoding"), None);
+        assert_eq!(headers(&head), headers(&get));
+        let announced = |r: &Response| match r.body {
+            Payload::File { len, .. } => Some(len),
+            _ => r.declared_length,
+        };
+        assert_eq!((announced(&head), announced(&get)), (Some(100_000), Some(100_000)));
     }
 }
