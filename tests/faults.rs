@@ -1052,3 +1052,27 @@ fn a_head_timing_out_while_every_worker_is_busy_is_still_answered() {
     assert!(end.is_ok() && rest.is_empty(), "{end:?}, {rest:?}: the end of stream after the 408");
     assert_eq!(stats.timeouts, 1);
 }
+
+/// A lingering close begun before the stop (parked, reading and discarding
+/// the rest of a refused upload) ends by `Stop::linger_end` too once the
+/// shutdown hands it back to a worker, as one begun at shutdown does:
+/// under a grace shorter than `LINGER` it held the worker for the whole
+/// 2 s from its answer, and `shutdown` gave up on it.
+#[test]
+fn a_linger_begun_before_the_stop_ends_within_the_shutdown_grace() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .max_body_bytes(16)
+        .shutdown_grace(Duration::from_millis(1000))
+        .spawn(|_: &mut Request| Response::text("never"))
+        .unwrap();
+    let mut refused = connect(server.local_addr());
+    send(&mut refused, b"POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nthe first bytes of a large upload");
+    let reply = read_reply(&mut refused, false).unwrap();
+    assert_eq!(reply.status, 413, "{reply:?}");
+    wait_for(&server, "the close lingering, parked", |s| s.parked == 1);
+    assert!(server.shutdown(), "the worker still lingered after the grace");
+    assert!(closed(&mut refused));
+}

@@ -169,6 +169,9 @@ pub(super) fn linger<T: Transport, H: ?Sized>(
     cx: &mut Ctx<'_, H>,
     until: Instant,
 ) -> Next {
+    // A linger begun before the stop (parked, handed back by the sweep)
+    // ends by the grace as one begun at shutdown does.
+    let until = earliest(Some(until), cx.stopping.linger_end(cx.config.shutdown_grace)).unwrap_or(until);
     let mut read = 0;
     loop {
         match now(|| io.read(conn.scratch_space())) {
