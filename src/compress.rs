@@ -53,6 +53,13 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 ///   range (`206`, or a `Content-Range`), is not already encoded
 ///   (`Content-Encoding`), and does not say `Cache-Control: no-transform`.
 ///
+/// A `HEAD` answer gets exactly the `GET`'s headers only when it is made
+/// as the `GET` is, body included (the server sends none of it), as
+/// `ServeDir` does. Judged by its announced length, it is taken to stand
+/// for a body in memory or a reader that gzip shrinks: a handler whose
+/// `GET` answer is a file, or bytes gzip cannot shrink, should answer the
+/// `HEAD` with that same body.
+///
 /// Files (`Response::file`, so `ServeDir`'s larger files) and
 /// `Response::stream` bodies are sent as they are: files keep `sendfile`,
 /// and a stream's flushes keep reaching the client at once.
