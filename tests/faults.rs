@@ -1069,7 +1069,10 @@ fn a_linger_begun_before_the_stop_ends_within_the_shutdown_grace() {
         .spawn(|_: &mut Request| Response::text("never"))
         .unwrap();
     let mut refused = connect(server.local_addr());
-    send(&mut refused, b"POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nthe first bytes of a large upload");
+    send(
+        &mut refused,
+        b"POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\nthe first bytes of a large upload",
+    );
     let reply = read_reply(&mut refused, false).unwrap();
     assert_eq!(reply.status, 413, "{reply:?}");
     wait_for(&server, "the close lingering, parked", |s| s.parked == 1);
