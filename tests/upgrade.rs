@@ -50,25 +50,38 @@ fn raw_echo(req: &mut Request) -> Response {
     .with_header("Upgrade", "echo")
 }
 
+/// Reads until what came ends with `end`: the `101` and what the upgraded
+/// closure echoed.
+fn read_through(conn: &mut TcpStream, end: &[u8]) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(end) {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    got
+}
+
+/// The upgraded connection echoes `bytes` sent now.
+fn echoes(conn: &mut TcpStream, bytes: &[u8]) {
+    conn.write_all(bytes).unwrap();
+    let mut buf = [0u8; 256];
+    let n = conn.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], bytes);
+}
+
 #[test]
 fn bytes_sent_right_after_the_upgrade_request_reach_the_new_protocol() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();
     let mut conn = TcpStream::connect(server.local_addr()).unwrap();
     conn.set_read_timeout(Some(PATIENCE)).unwrap();
     conn.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly bytes").unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 256];
-    while !got.ends_with(b"early bytes") {
-        let n = conn.read(&mut buf).unwrap();
-        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&buf[..n]);
-    }
+    let got = read_through(&mut conn, b"early bytes");
     let text = String::from_utf8(got).unwrap();
     assert!(text.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{text}");
     assert!(text.contains("\r\nUpgrade: echo\r\nConnection: upgrade\r\n\r\nearly bytes"), "{text}");
-    conn.write_all(b"later").unwrap();
-    let n = conn.read(&mut buf).unwrap();
-    assert_eq!(&buf[..n], b"later");
+    echoes(&mut conn, b"later");
     drop(conn);
     assert!(server.shutdown());
 }
@@ -89,19 +102,11 @@ fn an_upgrade_after_a_collected_body_holds_no_share_of_the_body_budget() {
         body.len()
     );
     conn.write_all(&[head.as_bytes(), &body, b"early bytes"].concat()).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 256];
-    while !got.ends_with(b"early bytes") {
-        let n = conn.read(&mut buf).unwrap();
-        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&buf[..n]);
-    }
+    let got = read_through(&mut conn, b"early bytes");
     assert!(got.starts_with(b"HTTP/1.1 101 "), "{:?}", String::from_utf8_lossy(&got));
     // The closure runs (it echoed the early bytes): the share is back.
     assert_eq!(server.stats().buffered_body_bytes, 0);
-    conn.write_all(b"later").unwrap();
-    let n = conn.read(&mut buf).unwrap();
-    assert_eq!(&buf[..n], b"later");
+    echoes(&mut conn, b"later");
     drop(conn);
     assert!(server.shutdown());
 }
