@@ -38,8 +38,8 @@ use crate::proto::BodyKind;
 use crate::stats::Counters;
 
 use close::{close, close_idle, close_lingering, linger};
-use phase::{Drain, Dry, Kind, after, earliest};
-pub(crate) use phase::{Expiry, Then, is_past};
+use phase::{Drain, Dry, Kind, after};
+pub(crate) use phase::{Expiry, Then, earliest, is_past};
 use respond::respond;
 use state::ChunkScan;
 pub(crate) use state::{ConnState, Slow};

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 
+use crate::http1::earliest;
 use crate::net::Stream;
 use crate::stats::Counters;
 use crate::sys;
@@ -362,7 +363,7 @@ impl Socket<'_> {
                         Ready::Writable => stop.room_end(grace),
                         Ready::Readable => stop.drain_end(grace),
                     };
-                    earlier(deadline, cut)
+                    earliest(deadline, cut)
                 }
                 _ => deadline,
             };
@@ -370,7 +371,7 @@ impl Socket<'_> {
                 return Err(io::ErrorKind::TimedOut.into());
             }
             let until = match watched.is_some() && !stopping {
-                true => earlier(end, Some(now + STOP_CHECK)),
+                true => earliest(end, Some(now + STOP_CHECK)),
                 false => end,
             };
             let left = until.map_or(Duration::MAX, |until| until.saturating_duration_since(now));
@@ -379,14 +380,6 @@ impl Socket<'_> {
                 waited => return waited,
             }
         }
-    }
-}
-
-/// The earlier of two deadlines (`None`: never).
-fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
