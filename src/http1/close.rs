@@ -140,13 +140,11 @@ pub(super) fn close_lingering<T: Transport, H: ?Sized>(conn: &mut ConnState, io:
     linger_until(conn, io, cx, Instant::now() + LINGER)
 }
 
-/// Lingers, the write side shut, until `end` — at shutdown no later than
-/// the grace allows (`Stop::linger_end`).
+/// Lingers, the write side shut, until `end` (at shutdown no later than
+/// the grace allows: [`linger`] holds every linger to it).
 fn linger_until<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, end: Instant) -> Next {
-    let grace_end = cx.stopping.linger_end(cx.config.shutdown_grace);
-    let until = earliest(Some(end), grace_end).unwrap_or_else(Instant::now);
-    conn.linger_after_answer(until);
-    linger(conn, io, cx, until)
+    conn.linger_after_answer(end);
+    linger(conn, io, cx, end)
 }
 
 /// Reads and discards input of a connection closing after an error answer:
