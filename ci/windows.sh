@@ -35,7 +35,13 @@ if [[ ! -f "$shim" || ci/wine/bcryptprimitives.c -nt "$shim" ]]; then
     x86_64-w64-mingw32-gcc -O2 -shared -o "$shim" ci/wine/bcryptprimitives.c ci/wine/bcryptprimitives.def
 fi
 # Wine's server outlives each program by default; one for the whole run.
+# It is stopped, and waited for, on the way out: while it lives it writes
+# into the prefix (the registry on exit), and a run failed when .ci/run
+# removed the prefix under it ("rm: cannot remove 'target/wine-prefix':
+# Directory not empty", 2026-11-27).
 wineserver --persistent=60 2>/dev/null || true
+stop_wine() { wineserver -k 2>/dev/null || true; wineserver -w 2>/dev/null || true; }
+trap stop_wine EXIT
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 
 if [[ $what == all || $what == test ]]; then
