@@ -59,6 +59,9 @@ pub(crate) enum BodyError {
     /// As many workers as allowed wait on request bodies already
     /// (`Server::max_body_waits`): 503.
     Busy,
+    /// The handler answered with an upgrade while as many upgraded
+    /// connections as allowed are open (`Server::max_upgrades`): 503.
+    UpgradesFull,
     /// The client closed or the socket failed: no response is possible.
     Io,
 }
@@ -69,7 +72,7 @@ impl BodyError {
             BodyError::Malformed => Some(400),
             BodyError::TooLarge => Some(413),
             BodyError::TimedOut => Some(408),
-            BodyError::Busy => Some(503),
+            BodyError::Busy | BodyError::UpgradesFull => Some(503),
             BodyError::Io => None,
         }
     }
@@ -80,6 +83,7 @@ impl BodyError {
             BodyError::TooLarge => (io::ErrorKind::InvalidData, "request body over the size limit"),
             BodyError::TimedOut => (io::ErrorKind::TimedOut, "request body read timed out"),
             BodyError::Busy => (io::ErrorKind::ResourceBusy, "too many workers wait on request bodies"),
+            BodyError::UpgradesFull => (io::ErrorKind::ResourceBusy, "too many upgraded connections"),
             BodyError::Io => (io::ErrorKind::UnexpectedEof, "request body cut short"),
         };
         io::Error::new(kind, text)
@@ -598,6 +602,11 @@ impl<'a> Body<'a> {
     /// Runs once: a later call returns the first one's answer (the access
     /// log settles the body before the connection loop does, so as to log
     /// the answer a failure here puts in the handler's place).
+    ///
+    /// Before an upgrade it first takes a place for the upgraded
+    /// connection ([`Transport::begin_upgrade`]); with none left the
+    /// switch is off, the body is read as after any answer, and the answer
+    /// is a `503` ([`BodyError::UpgradesFull`]).
     #[inline]
     pub(crate) fn settle(&mut self, upgrading: bool) -> bool {
         match self.settled {
@@ -612,7 +621,11 @@ impl<'a> Body<'a> {
     #[inline(never)]
     fn settle_rest(&mut self, upgrading: bool) -> bool {
         let max = self.bounds.max_drain;
-        let done = if upgrading { self.drain_before_upgrade(max) } else { self.is_complete() || self.drain(max) };
+        let placed = upgrading && self.io.begin_upgrade();
+        let done = if placed { self.drain_before_upgrade(max) } else { self.is_complete() || self.drain(max) };
+        if upgrading && !placed && self.error.is_none() {
+            self.error = Some(BodyError::UpgradesFull);
+        }
         self.settled = Some(done);
         done
     }

@@ -126,6 +126,8 @@ pub(crate) struct Config {
     /// Most workers waiting on body bytes at once; `None`: half of
     /// `max_workers`.
     pub(crate) max_body_waits: Option<usize>,
+    /// Most upgraded connections at once; `None`: half of `max_workers`.
+    pub(crate) max_upgrades: Option<usize>,
     pub(crate) write_timeout: Duration,
     pub(crate) write_min_rate: u64,
     pub(crate) shutdown_grace: Duration,
@@ -165,6 +167,7 @@ impl Default for Config {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             body_min_rate: DEFAULT_BODY_MIN_RATE,
             max_body_waits: None,
+            max_upgrades: None,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             write_min_rate: DEFAULT_WRITE_MIN_RATE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
@@ -224,6 +227,12 @@ impl Config {
     /// (`Server::max_body_waits`): by default half of the most threads.
     pub(crate) fn body_waits(&self) -> usize {
         self.max_body_waits.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
+    }
+
+    /// Most upgraded connections at once, each holding a worker
+    /// (`Server::max_upgrades`): by default half of the most threads.
+    pub(crate) fn upgrades(&self) -> usize {
+        self.max_upgrades.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
     }
 
     /// Size of a connection's read buffer while a worker serves it.

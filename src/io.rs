@@ -14,7 +14,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::http1::earliest;
 use crate::net::Stream;
-use crate::stats::Counters;
+use crate::stats::{Counters, Held};
 use crate::sys;
 
 mod script;
@@ -96,6 +96,18 @@ pub(crate) trait Transport: Read + Write {
 
     /// The wait [`Transport::begin_body_wait`] allowed is over.
     fn end_body_wait(&mut self) {}
+
+    /// The handler answered with an upgrade: takes one of the server's
+    /// places for upgraded connections, false when every one is taken. The
+    /// place is held until [`Transport::end_upgrade`], or until the
+    /// transport is dropped (the worker's turn on the connection over). A
+    /// transport that keeps no count always has one.
+    fn begin_upgrade(&mut self) -> bool {
+        true
+    }
+
+    /// Gives back the place [`Transport::begin_upgrade`] took.
+    fn end_upgrade(&mut self) {}
 
     /// Sends what the socket takes now of the `*left` bytes of `file` from
     /// its position: `Ok(true)` when all went, `Ok(false)` when the socket
@@ -284,6 +296,10 @@ pub(crate) struct Socket<'a> {
     /// The server's count of workers waiting on request bodies, and its
     /// bound.
     pub(crate) body_waits: (&'a Counters, usize),
+    /// The most upgraded connections the server holds at once (counted by
+    /// the counters above), and the place this connection holds among them
+    /// ([`Transport::begin_upgrade`]).
+    pub(crate) upgrades: (usize, Option<Held>),
     /// An event said the client's sending side closed: a short read may
     /// leave the end of stream behind it, unannounced by any later event.
     pub(crate) input_ended: bool,
@@ -440,6 +456,15 @@ impl Transport for Socket<'_> {
         self.body_waits.0.end_body_wait();
     }
 
+    fn begin_upgrade(&mut self) -> bool {
+        self.upgrades.1 = self.body_waits.0.upgrade_slot(self.upgrades.0);
+        self.upgrades.1.is_some()
+    }
+
+    fn end_upgrade(&mut self) {
+        self.upgrades.1 = None;
+    }
+
     fn holds_input(&self) -> bool {
         self.stream.holds_input()
     }
@@ -554,6 +579,7 @@ mod tests {
             watched_by: None,
             pace: Pace::new(u64::MAX),
             body_waits: (&counters, 1),
+            upgrades: (1, None),
             input_ended: false,
             shutdown: None,
             in_body_wait: false,

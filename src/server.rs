@@ -366,6 +366,18 @@ impl Server {
         self
     }
 
+    /// Most upgraded connections at once (`Response::upgrade`: WebSocket
+    /// and the like), each of which holds a worker until its closure
+    /// returns. An upgrade the handler answers while this many run is not
+    /// made: the client gets `503` instead of the `101`, then a close. So
+    /// long-lived upgraded connections cannot take the threads that other
+    /// requests need. Default: half of [`max_workers`](Server::max_workers) (at
+    /// least 1); raise both to hold more.
+    pub fn max_upgrades(mut self, n: usize) -> Server {
+        self.config.max_upgrades = Some(n.max(1));
+        self
+    }
+
     /// Whether SIGINT and SIGTERM (Ctrl-C, and the stop of a container or a
     /// service manager) stop the server gracefully, as
     /// [`ServerHandle::shutdown`] does: the listener closes, requests

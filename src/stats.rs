@@ -34,7 +34,9 @@ pub struct Stats {
     /// Connections answered `503` because the server was saturated
     /// ([`Overload::Reject`](crate::Overload::Reject)), and requests
     /// answered `503` because every place for a worker waiting on a body
-    /// was taken ([`Server::max_body_waits`](crate::Server::max_body_waits)).
+    /// was taken ([`Server::max_body_waits`](crate::Server::max_body_waits))
+    /// or for an upgraded connection
+    /// ([`Server::max_upgrades`](crate::Server::max_upgrades)).
     pub rejected: u64,
     /// Response bytes held for clients slow to take them (see
     /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).
@@ -42,6 +44,9 @@ pub struct Stats {
     /// Workers waiting now for request body bytes a handler asked for (see
     /// [`Server::max_body_waits`](crate::Server::max_body_waits)).
     pub body_waits: u64,
+    /// Upgraded connections open now, each holding a worker (see
+    /// [`Server::max_upgrades`](crate::Server::max_upgrades)).
+    pub upgraded: u64,
     /// Bytes of the server-wide budget for collected bodies that read
     /// buffers grown past their usual size hold now (each
     /// `body_buffer_bytes`; see
@@ -95,10 +100,14 @@ pub(crate) struct Counters {
     unsent: Arc<AtomicU64>,
     /// The budget read buffers grown for collected bodies hold, likewise.
     buffered: Arc<AtomicU64>,
+    /// Upgraded connections open, likewise (one each).
+    upgraded: Arc<AtomicU64>,
 }
 
-/// A count of response bytes held for a slow client, given back when
-/// dropped (the answer sent, or its connection closed).
+/// A share of a budget: response bytes held for a slow client, a read
+/// buffer grown for a body, or an upgraded connection's place, given back
+/// when dropped (the answer sent, the connection closed, the upgrade
+/// over).
 #[derive(Debug)]
 pub(crate) struct Held {
     total: Arc<AtomicU64>,
@@ -183,6 +192,11 @@ impl Counters {
         take(&self.buffered, bytes, cap)
     }
 
+    /// A place for one more upgraded connection, unless `most` are open.
+    pub(crate) fn upgrade_slot(&self, most: usize) -> Option<Held> {
+        take(&self.upgraded, 1, u64::try_from(most).unwrap_or(u64::MAX))
+    }
+
     /// Response bytes held for slow clients now.
     #[cfg(test)]
     pub(crate) fn unsent_bytes(&self) -> u64 {
@@ -206,6 +220,7 @@ impl Counters {
             rejected: self.rejected.get(),
             unsent_bytes: self.unsent.load(Relaxed),
             body_waits: self.body_waits.get(),
+            upgraded: self.upgraded.load(Relaxed),
             buffered_body_bytes: self.buffered.load(Relaxed),
             threads: threads.live as u64,
             busy_threads: threads.live.saturating_sub(threads.idle) as u64,

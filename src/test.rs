@@ -48,7 +48,7 @@
 //! the normal build as well.
 
 mod answer;
-mod driver;
+pub(crate) mod driver;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::OnceLock;

@@ -43,7 +43,9 @@ pub(crate) fn refusal(req: &Request<'_>, resp: &Response) -> Option<&'static str
 ///
 /// It lives on the worker that served the upgrade request and holds that
 /// worker until the closure returns; then the connection is closed. Size the
-/// pool for the upgraded connections you expect. Reads and writes block;
+/// pool for the upgraded connections you expect: at most
+/// [`Server::max_upgrades`](crate::Server::max_upgrades) are open at once
+/// (half of `max_workers` by default). Reads and writes block;
 /// by default they wait without limit (set
 /// [`Upgraded::set_read_timeout`] for an idle limit).
 pub struct Upgraded<'a> {

@@ -131,3 +131,42 @@ fn a_101_without_an_upgrade_closure_is_a_500() {
     assert_eq!(read_reply(&mut conn, false).unwrap().status, 500);
     assert!(server.shutdown());
 }
+
+/// Upgraded connections hold a worker each for as long as they last, so
+/// there is a bound on them (`max_upgrades`): past it the upgrade is not
+/// made, the client gets `503` and a close, and plain requests are still
+/// served. A place is given back when its upgraded connection closes.
+#[test]
+fn upgrades_past_max_upgrades_get_503_and_a_close() {
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(2).max_upgrades(1).spawn(raw_echo).unwrap();
+    let upgrade_request = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n";
+    let mut first = TcpStream::connect(server.local_addr()).unwrap();
+    first.set_read_timeout(Some(PATIENCE)).unwrap();
+    first.write_all(&[&upgrade_request[..], b"first"].concat()).unwrap();
+    assert!(read_through(&mut first, b"first").starts_with(b"HTTP/1.1 101 "));
+    assert_eq!(server.stats().upgraded, 1);
+
+    let mut second = connect(server.local_addr());
+    send(&mut second, upgrade_request);
+    let reply = read_reply(&mut second, false).unwrap();
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.header("connection"), Some("close"));
+    assert!(common::closed(&mut second));
+    assert_eq!(server.stats().rejected, 1);
+
+    let mut plain = connect(server.local_addr());
+    send(&mut plain, &get("/plain"));
+    // raw_echo answers every request with an upgrade; this one asked for
+    // none: the server's 500, on a worker the upgraded connection left free.
+    assert_eq!(read_reply(&mut plain, false).unwrap().status, 500);
+    echoes(&mut first, b"still there");
+
+    drop(first);
+    common::wait_for(&server, "the upgraded connection's place back", |s| s.upgraded == 0);
+    let mut third = TcpStream::connect(server.local_addr()).unwrap();
+    third.set_read_timeout(Some(PATIENCE)).unwrap();
+    third.write_all(&[&upgrade_request[..], b"third"].concat()).unwrap();
+    assert!(read_through(&mut third, b"third").starts_with(b"HTTP/1.1 101 "));
+    drop(third);
+    assert!(server.shutdown());
+}

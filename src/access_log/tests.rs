@@ -223,3 +223,19 @@ fn an_upgrade_refused_for_its_unread_body_is_logged_as_its_413() {
     let line = redacted(&logged("markerD"));
     assert!(line.ends_with("\" 413 17 \"-\" \"-\" D"), "{line}");
 }
+
+/// An upgrade made while every place for an upgraded connection is taken
+/// (`Server::max_upgrades`) is answered `503`, and logged so.
+#[test]
+fn an_upgrade_with_no_place_left_is_logged_as_its_503() {
+    capture();
+    let handler = access_log(|_: &mut Request<'_>| Response::upgrade(|_| {}).with_header("Upgrade", "echo"));
+    let mut driver = crate::test::driver::Driver::new(&handler);
+    let mut io =
+        crate::io::Script::new(&[b"GET /markerE HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"]);
+    io.upgrades_full = true;
+    driver.run(&mut io, None);
+    assert!(io.written.starts_with(b"HTTP/1.1 503 Service Unavailable\r\n"));
+    let line = redacted(&logged("markerE"));
+    assert!(line.ends_with("\" 503 19 \"-\" \"-\" D"), "{line}");
+}

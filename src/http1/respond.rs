@@ -151,6 +151,14 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         match e {
             BodyError::TimedOut => cx.counters.timeout(),
             BodyError::Busy => cx.counters.rejected(),
+            BodyError::UpgradesFull => {
+                warn!(
+                    "{}: upgrade refused: {} upgraded connections are open; answering 503",
+                    cx.peer,
+                    cx.config.upgrades()
+                );
+                cx.counters.rejected();
+            }
             BodyError::Io => cx.counters.io_error(),
             BodyError::Malformed | BodyError::TooLarge => cx.counters.parse_error(),
         }
@@ -200,8 +208,10 @@ pub(super) fn checked(
 }
 
 /// Sends the `101` and hands the connection, with the bytes already received
-/// after the request, to the handler's closure. The connection closes after;
-/// when the `101` could not be sent, as after an answer cut short.
+/// after the request, to the handler's closure, then gives back the place
+/// among the server's upgraded connections that reading the body took
+/// ([`Body::settle`](crate::body::Body::settle)). The connection closes
+/// after; when the `101` could not be sent, as after an answer cut short.
 fn upgrade<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
@@ -211,6 +221,7 @@ fn upgrade<T: Transport, H: ?Sized>(
     let flushed = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = flushed {
+        io.end_upgrade();
         write_failed(cx, &e);
         return conn.cut_short(Then::Close);
     }
@@ -222,6 +233,7 @@ fn upgrade<T: Transport, H: ?Sized>(
         error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();
     }
+    io.end_upgrade();
     Then::Close
 }
 

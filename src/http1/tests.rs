@@ -1321,6 +1321,32 @@ fn an_upgrade_of_a_request_awaiting_100_continue_sends_100_before_101() {
     assert_eq!(early, b"PING");
 }
 
+/// Every place for an upgraded connection taken (`Server::max_upgrades`):
+/// the handler's upgrade is not made. The body is read as after any
+/// answer, the client gets `503` and the connection closes (what follows
+/// an upgrade request may be the other protocol's bytes), and the closure
+/// never runs.
+#[test]
+fn an_upgrade_with_no_place_left_is_a_503_and_a_close() {
+    static RAN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let handler = |_: &mut Request<'_>| {
+        Response::upgrade(|_| RAN.store(true, std::sync::atomic::Ordering::Relaxed)).with_header("Upgrade", "ping")
+    };
+    let head = [UPGRADE_HEAD.as_bytes(), b"Content-Length: 5\r\n\r\nhe"].concat();
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[&head, b"llo", b"PING"]);
+    io.patient = true;
+    io.upgrades_full = true;
+    let ended = s.run(&mut io, None);
+    assert_eq!(
+        redact_dates(&io.written),
+        "HTTP/1.1 503 Service Unavailable\r\nDate: D\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: 19\r\nConnection: close\r\n\r\nService Unavailable"
+    );
+    assert!(ended.closed);
+    assert!(!RAN.load(std::sync::atomic::Ordering::Relaxed));
+}
+
 /// RFC 9110 §7.8, §15.2.2: a `101` names in `Upgrade` a protocol the
 /// request offered, to a request that asked for one (`Connection: upgrade`
 /// and `Upgrade`, HTTP/1.1); any other is answered `500`, and the request

@@ -37,6 +37,11 @@ pub(crate) struct Script {
     /// reports what has arrived (bytes, or the end of stream).
     pub(crate) left_seat: bool,
     pub(crate) written: Vec<u8>,
+    /// Every place the server has for an upgraded connection is taken
+    /// (`Server::max_upgrades`).
+    pub(crate) upgrades_full: bool,
+    /// The connection holds a place for an upgraded connection.
+    pub(crate) upgrade_held: bool,
     /// When set, `wait` for input succeeds and releases the next arrival
     /// (the peer sends more while the worker waits); otherwise it times out.
     pub(crate) patient: bool,
@@ -236,6 +241,15 @@ impl Transport for Script {
     /// read-closed flag, and a connection told of it reads until the end.
     fn short_read_drains(&self) -> bool {
         !self.completion && !self.fin
+    }
+
+    fn begin_upgrade(&mut self) -> bool {
+        self.upgrade_held = !self.upgrades_full;
+        self.upgrade_held
+    }
+
+    fn end_upgrade(&mut self) {
+        self.upgrade_held = false;
     }
 
     fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
