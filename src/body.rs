@@ -326,7 +326,7 @@ pub struct Body<'a> {
     end: usize,
     framing: Decoding,
     received: u64,
-    bounds: BodyBounds,
+    bounds: &'a BodyBounds,
     /// Bytes read from the socket (framing included), and the time spent
     /// waiting for them: the least rate's account.
     arrived: u64,
@@ -378,7 +378,7 @@ impl<'a> Body<'a> {
         io: &'a mut dyn Transport,
         buf: &'a mut [u8],
         end: usize,
-        bounds: BodyBounds,
+        bounds: &'a BodyBounds,
         expect_continue: bool,
     ) -> Body<'a> {
         let framing = match kind {
@@ -630,7 +630,7 @@ impl<'a> Body<'a> {
         done
     }
 
-    pub(crate) fn finish(self) -> BodyEnd {
+    pub(crate) fn finish(&self) -> BodyEnd {
         BodyEnd { pos: self.pos, end: self.end, error: self.error, continue_withheld: self.send_continue }
     }
 }

@@ -161,7 +161,8 @@ impl ParsedHead {
     /// Calls `handler` on the request; returns the answer's status.
     pub fn call(&mut self, handler: &impl Handler) -> u16 {
         let mut io = Script { eof: true, ..Script::default() };
-        let body = Body::new(self.head.body, &mut io, &mut [], 0, self.config.body_bounds(), false);
+        let bounds = self.config.body_bounds();
+        let body = Body::new(self.head.body, &mut io, &mut [], 0, &bounds, false);
         let peer = Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
         let mut req = Request::new(&self.raw, self.head, &self.spans, peer, false, body);
         handler.handle(&mut req).status

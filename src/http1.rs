@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::body::BodyBounds;
 use crate::config::Config;
 use crate::date::DateCache;
 use crate::encode::encode_error;
@@ -82,6 +83,9 @@ pub(crate) struct Scratch {
     pub(crate) buffers: Vec<Vec<u8>>,
     /// Which of the request count's stripes this worker adds to.
     pub(crate) stripe: usize,
+    /// The server's bounds on request bodies, which each request's body
+    /// points to (a copy in each was some twenty instructions per request).
+    pub(crate) body_bounds: BodyBounds,
 }
 
 /// The stripe the next worker's scratch counts requests on.
@@ -95,6 +99,7 @@ impl Scratch {
             date: DateCache::new(),
             buffers: Vec::new(),
             stripe: NEXT_STRIPE.fetch_add(1, Ordering::Relaxed),
+            body_bounds: config.body_bounds(),
         }
     }
 }

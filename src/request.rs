@@ -340,8 +340,11 @@ impl<'a> Request<'a> {
         self.body.settle(upgrading)
     }
 
-    pub(crate) fn into_body(self) -> Body<'a> {
-        self.body
+    /// The body, where it is: the connection loop settles and finishes it
+    /// in place (moved out, its hundred-odd bytes were copied on every
+    /// request).
+    pub(crate) fn body_mut(&mut self) -> &mut Body<'a> {
+        &mut self.body
     }
 }
 

@@ -21,7 +21,8 @@ pub(crate) fn with_request_limited<R>(raw: &[u8], max_body_bytes: u64, f: impl F
     let (before, rest) = buf.split_at_mut(head.len);
     let buffered = rest.len();
     let mut io = Script { eof: true, ..Script::default() };
-    let body = Body::new(head.body, &mut io, rest, buffered, config.body_bounds(), false);
+    let bounds = config.body_bounds();
+    let body = Body::new(head.body, &mut io, rest, buffered, &bounds, false);
     let peer = Peer::Ip(SocketAddr::from((Ipv4Addr::new(192, 0, 2, 7), 51000)));
     let mut req = Request::new(before, head, &spans, peer, false, body);
     f(&mut req)

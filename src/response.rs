@@ -185,6 +185,28 @@ pub struct Response {
 }
 
 impl Response {
+    /// True when dropping the response would free nothing: no heap memory,
+    /// file or closure in it. (Every field is named, so that a new one
+    /// cannot be missed here.)
+    #[inline(always)]
+    pub(crate) fn holds_nothing(&self) -> bool {
+        let Response {
+            status: _,
+            content_type,
+            headers,
+            body,
+            declared_length: _,
+            close: _,
+            has_date: _,
+            invalid: _,
+            upgrade,
+        } = self;
+        matches!(content_type, None | Some(Cow::Borrowed(_)))
+            && headers.capacity() == 0
+            && matches!(body, Payload::Static(_) | Payload::Inline(_))
+            && upgrade.is_none()
+    }
+
     /// A response with this status and no body.
     ///
     /// A status outside `100..=599` makes the response invalid (the client
@@ -481,3 +503,28 @@ impl fmt::Debug for Response {
 }
 
 pub(crate) mod build;
+
+#[cfg(test)]
+mod tests {
+    use super::Response;
+
+    /// `holds_nothing` lets the connection loop skip the drop of a sent
+    /// answer: it must say false for any answer that owns something.
+    #[test]
+    fn holds_nothing_only_when_nothing_is_owned() {
+        assert!(Response::status(204).holds_nothing());
+        assert!(Response::text("short").holds_nothing());
+        assert!(Response::bytes(super::Content::from_static(b"static")).holds_nothing());
+        assert!(Response::text("x").with_content_type("text/html").holds_nothing());
+        for (what, owns) in [
+            ("a long body", Response::text("x".repeat(1000))),
+            ("a header", Response::text("x").with_header("X-A", "b")),
+            ("a type made at run time", Response::text("x").with_content_type(String::from("text/x"))),
+            ("a reader", Response::reader(std::io::empty(), None)),
+            ("a writer", Response::stream(|_| Ok(()))),
+            ("an upgrade", Response::upgrade(|_| {})),
+        ] {
+            assert!(!owns.holds_nothing(), "{what}");
+        }
+    }
+}

@@ -268,7 +268,9 @@ fn body_over<'a>(
         drain_wait: Duration::from_secs(1),
         max_drain: crate::config::DEFAULT_MAX_DRAIN_BYTES,
     };
-    Body::new(kind, io, buf, buffered.len(), bounds, expect)
+    // A body points to its bounds, which the server keeps for as long as
+    // it runs: a test's may as well last as long.
+    Body::new(kind, io, buf, buffered.len(), Box::leak(Box::new(bounds)), expect)
 }
 
 #[test]
@@ -363,7 +365,7 @@ fn the_whole_body_has_a_deadline() {
         drain_wait: Duration::from_secs(1),
         max_drain: crate::config::DEFAULT_MAX_DRAIN_BYTES,
     };
-    let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, bounds, false);
+    let mut body = Body::new(BodyKind::Length(2), &mut io, &mut buf, 0, &bounds, false);
     let err = body.read(&mut [0; 8]).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::TimedOut);
     assert_eq!(body.finish().error, Some(BodyError::TimedOut));

@@ -62,6 +62,8 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
 
     /// One turn of the connection loop over `io`.
     pub(crate) fn serve<T: Transport>(&mut self, io: &mut T) -> Next {
+        // A test may change the configuration between turns.
+        self.scratch.body_bounds = self.config.body_bounds();
         let mut cx = Ctx {
             handler: self.handler,
             config: &self.config,
