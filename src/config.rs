@@ -52,6 +52,11 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default time one write may wait for the client to take bytes.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time one read on an upgraded connection (WebSocket and the like)
+/// may wait for the client: as long as nginx waits on a proxied one by
+/// default (`proxy_read_timeout`), so that a client that went quiet does
+/// not hold its worker for ever; a protocol's pings keep a live one open.
+pub const DEFAULT_UPGRADE_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default least rate, in bytes per second, at which a client must take a
 /// response while a worker waits on it: a worker's waits for the client add
 /// up, and may total `write_timeout` plus a second for every this many
@@ -129,6 +134,7 @@ pub(crate) struct Config {
     /// Most upgraded connections at once; `None`: half of `max_workers`.
     pub(crate) max_upgrades: Option<usize>,
     pub(crate) write_timeout: Duration,
+    pub(crate) upgrade_idle_timeout: Duration,
     pub(crate) write_min_rate: u64,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
@@ -169,6 +175,7 @@ impl Default for Config {
             max_body_waits: None,
             max_upgrades: None,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
+            upgrade_idle_timeout: DEFAULT_UPGRADE_IDLE_TIMEOUT,
             write_min_rate: DEFAULT_WRITE_MIN_RATE,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,

@@ -378,6 +378,17 @@ impl Server {
         self
     }
 
+    /// How long one read on an upgraded connection waits for the client
+    /// before it fails (`TimedOut`), unless the closure sets its own
+    /// ([`Upgraded::set_read_timeout`](crate::Upgraded::set_read_timeout));
+    /// a closure that then returns closes the connection. Default:
+    /// [`DEFAULT_UPGRADE_IDLE_TIMEOUT`](crate::DEFAULT_UPGRADE_IDLE_TIMEOUT);
+    /// `Duration::MAX` waits without limit.
+    pub fn upgrade_idle_timeout(mut self, d: Duration) -> Server {
+        self.config.upgrade_idle_timeout = d;
+        self
+    }
+
     /// Whether SIGINT and SIGTERM (Ctrl-C, and the stop of a container or a
     /// service manager) stop the server gracefully, as
     /// [`ServerHandle::shutdown`] does: the listener closes, requests

@@ -45,9 +45,13 @@ pub(crate) fn refusal(req: &Request<'_>, resp: &Response) -> Option<&'static str
 /// worker until the closure returns; then the connection is closed. Size the
 /// pool for the upgraded connections you expect: at most
 /// [`Server::max_upgrades`](crate::Server::max_upgrades) are open at once
-/// (half of `max_workers` by default). Reads and writes block;
-/// by default they wait without limit (set
-/// [`Upgraded::set_read_timeout`] for an idle limit).
+/// (half of `max_workers` by default). Reads and writes block: a read waits
+/// for the client at most the server's
+/// [`upgrade_idle_timeout`](crate::Server::upgrade_idle_timeout) (60 s by
+/// default), a write for room at most its
+/// [`write_timeout`](crate::Server::write_timeout) (10 s), each then
+/// failing with `TimedOut`; [`Upgraded::set_read_timeout`] and
+/// [`Upgraded::set_write_timeout`] change them.
 pub struct Upgraded<'a> {
     io: &'a mut dyn Transport,
     /// Bytes the client sent after the request head, already received.
@@ -57,8 +61,13 @@ pub struct Upgraded<'a> {
 }
 
 impl<'a> Upgraded<'a> {
-    pub(crate) fn new(io: &'a mut dyn Transport, early: &'a [u8]) -> Upgraded<'a> {
-        Upgraded { io, early, read_timeout: None, write_timeout: None }
+    pub(crate) fn new(
+        io: &'a mut dyn Transport,
+        early: &'a [u8],
+        read_timeout: Duration,
+        write_timeout: Duration,
+    ) -> Upgraded<'a> {
+        Upgraded { io, early, read_timeout: Some(read_timeout), write_timeout: Some(write_timeout) }
     }
 
     /// Limits how long one read waits for the peer (`TimedOut` after it);

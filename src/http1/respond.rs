@@ -234,7 +234,8 @@ fn upgrade<T: Transport, H: ?Sized>(
     io.leave_seat();
     io.stop_pacing();
     let early = conn.take_unparsed();
-    let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, &early)));
+    let (read_timeout, write_timeout) = (cx.config.upgrade_idle_timeout, cx.config.write_timeout);
+    let run = AssertUnwindSafe(|| on_upgrade(Upgraded::new(io, &early, read_timeout, write_timeout)));
     if catch_unwind(run).is_err() {
         error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();
