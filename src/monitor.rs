@@ -228,10 +228,19 @@ impl Monitor {
         self.shared.engine.expire(&mut self.timers, now, TIMER_SLACK, &mut later, &mut expired);
         self.timers.extend(later.drain(..).map(Reverse));
         self.later = later;
-        for mut conn in expired {
+        for conn in expired {
             match conn.state.phase.expiry() {
                 Expiry::RequestTimeout => {
                     if let Some(conn) = self.answer_timeout(conn, now) {
+                        let seat = conn.seat;
+                        self.shared.requeue(conn);
+                        self.shared.nudge(seat);
+                    }
+                    continue;
+                }
+                // Waiting for a request: one may have come after all.
+                Expiry::TimedOut if !conn.state.is_sending() => {
+                    if let Some(conn) = self.close_idle(conn, now) {
                         let seat = conn.seat;
                         self.shared.requeue(conn);
                         self.shared.nudge(seat);
@@ -245,16 +254,38 @@ impl Monitor {
                     continue;
                 }
             }
+            // An answer the client stopped taking is cut short: no TLS
+            // close_notify.
             debug!("{}: closing after timeout", conn.peer);
             self.shared.counters.timeout();
-            // An idle connection's session ends as a whole one (TLS
-            // close_notify, best effort); an answer the client stopped
-            // taking is cut short and gets none.
-            if !conn.state.is_sending() {
-                conn.stream.close_notify();
-            }
             self.shared.close(conn);
         }
+    }
+
+    /// Closes a connection whose wait for a request (its first, or the next
+    /// on a kept-alive one) ran past its deadline. Its client may have sent
+    /// one all the same, just now, before a worker read it: closing a socket
+    /// with input unread makes the kernel reset the connection, and the
+    /// client's request fails with a reset rather than meeting the end of
+    /// stream a pooled client retries on (RFC 9112 §9.3.1). So a request
+    /// already in the socket is served: the connection is returned, for a
+    /// worker. Else the write side shuts (over TLS after close_notify, best
+    /// effort), so that the end of stream reaches the client before any
+    /// reset, and one that arrived meanwhile is lingered over (the
+    /// connection is returned when bytes came while it was out of its slot).
+    fn close_idle(&mut self, mut conn: Box<Connection>, now: Instant) -> Option<Box<Connection>> {
+        if conn.stream.has_pending_input() {
+            return Some(conn);
+        }
+        debug!("{}: closing after timeout", conn.peer);
+        self.shared.counters.timeout();
+        conn.stream.shutdown_write();
+        if conn.stream.has_pending_input() {
+            conn.state.linger_after_answer(now + LINGER);
+            return self.shared.park(conn);
+        }
+        self.shared.close(conn);
+        None
     }
 
     /// `408` for a head (or a body collected with it) past its deadline.

@@ -130,6 +130,21 @@ impl Stream {
         false
     }
 
+    /// True when bytes the client sent wait in the socket, unread (a
+    /// peek; nothing is taken). Always false for a Unix domain socket,
+    /// which has no peek on stable Rust.
+    pub(crate) fn has_pending_input(&self) -> bool {
+        let mut byte = [0u8; 1];
+        let peeked = match self {
+            Stream::Tcp(s) => s.peek(&mut byte),
+            #[cfg(unix)]
+            Stream::Unix(_) => return false,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.peek(&mut byte),
+        };
+        matches!(peeked, Ok(n) if n > 0)
+    }
+
     /// True for a TLS stream.
     pub(crate) fn is_tls(&self) -> bool {
         #[cfg(feature = "tls")]

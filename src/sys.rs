@@ -89,6 +89,11 @@ impl TcpConn {
     pub(crate) fn shutdown_write(&self) -> std::io::Result<()> {
         self.0.shutdown(std::net::Shutdown::Write)
     }
+
+    /// Copies bytes waiting in the socket without taking them.
+    pub(crate) fn peek(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.peek(buf)
+    }
 }
 
 impl std::io::Read for TcpConn {

@@ -144,6 +144,11 @@ impl TlsStream {
         self.records.mid_record()
     }
 
+    /// Copies bytes (records) waiting in the socket without taking them.
+    pub(crate) fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.peek(buf)
+    }
+
     /// Writes the records rustls holds; `WouldBlock` when the socket is full.
     fn write_records(&mut self) -> io::Result<()> {
         while self.tls.wants_write() && !self.write_shut {
