@@ -16,7 +16,7 @@ use rustls::{ServerConfig, ServerConnection};
 
 /// Builds a server configuration from a PEM certificate chain (leaf first)
 /// and a PEM private key (PKCS#8, PKCS#1 or SEC1), with the ring provider,
-/// TLS 1.2 and 1.3, and ALPN `http/1.1`.
+/// TLS 1.2 and 1.3, and ALPN `http/1.1` (preferred) and `http/1.0`.
 ///
 /// # Errors
 ///
@@ -51,7 +51,10 @@ pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| invalid(&e))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Every protocol served, the preferred first: a client that offers
+    // `http/1.0` alone (`curl --http1.0`) is served HTTP/1.0 rather than
+    // refused with `no_application_protocol`.
+    config.alpn_protocols = vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()];
     Ok(Arc::new(config))
 }
 

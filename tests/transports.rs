@@ -170,6 +170,41 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// A client that offers only ALPN `http/1.0` (as `curl --http1.0`
+    /// does over HTTPS) is served HTTP/1.0: the server speaks it, so it
+    /// must not refuse the handshake with `no_application_protocol` (RFC
+    /// 7301 §3.2), which it did when its ALPN list held `http/1.1` alone.
+    /// A client offering both gets `http/1.1`.
+    #[test]
+    fn a_client_offering_alpn_http_1_0_alone_is_served() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .tls(server_config)
+            .spawn(|req: &mut Request| Response::text(format!("{} over {}", req.path(), req.version().as_str())))
+            .unwrap();
+        for (offered, agreed, request) in [
+            (vec![b"http/1.0".to_vec()], b"http/1.0".as_slice(), "GET /old HTTP/1.0\r\n\r\n"),
+            (
+                vec![b"http/1.1".to_vec(), b"http/1.0".to_vec()],
+                b"http/1.1",
+                "GET /new HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            ),
+        ] {
+            let mut config = (*client_config).clone();
+            config.alpn_protocols = offered;
+            let mut conn = connect(server.local_addr(), &Arc::new(config));
+            conn.get_mut().write_all(request.as_bytes()).expect("the handshake and the request");
+            let (head, body) = read_response(&mut conn);
+            assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+            assert_eq!(conn.get_ref().conn.alpn_protocol(), Some(agreed));
+            let path = request.split(' ').nth(1).unwrap();
+            let version = &request[request.find("HTTP/").unwrap()..][..8];
+            assert_eq!(String::from_utf8(body).unwrap(), format!("{path} over {version}"));
+        }
+        assert!(server.shutdown());
+    }
+
     /// A handshake flight larger than the room in the server's socket: the
     /// server sends part of it, parks, and must send the rest once the
     /// client has taken the first part, although the client sends nothing
