@@ -273,6 +273,10 @@ impl Monitor {
     /// effort), so that the end of stream reaches the client before any
     /// reset, and one that arrived meanwhile is lingered over (the
     /// connection is returned when bytes came while it was out of its slot).
+    /// A Unix domain socket always lingers: closed with input unread, it
+    /// fails the peer's next read with a reset even after the end of
+    /// stream, so a request sent between the look and the close would
+    /// still meet one.
     fn close_idle(&mut self, mut conn: Box<Connection>, now: Instant) -> Option<Box<Connection>> {
         if conn.stream.has_pending_input() {
             return Some(conn);
@@ -280,7 +284,7 @@ impl Monitor {
         debug!("{}: closing after timeout", conn.peer);
         self.shared.counters.timeout();
         conn.stream.shutdown_write();
-        if conn.stream.has_pending_input() {
+        if conn.stream.is_unix() || conn.stream.has_pending_input() {
             conn.state.linger_after_answer(now + LINGER);
             return self.shared.park(conn);
         }

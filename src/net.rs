@@ -131,18 +131,27 @@ impl Stream {
     }
 
     /// True when bytes the client sent wait in the socket, unread (a
-    /// peek; nothing is taken). Always false for a Unix domain socket,
-    /// which has no peek on stable Rust.
+    /// peek; nothing is taken). A Unix domain socket is peeked on Linux
+    /// and macOS only (`sys::peek`); elsewhere it reports none.
     pub(crate) fn has_pending_input(&self) -> bool {
         let mut byte = [0u8; 1];
         let peeked = match self {
             Stream::Tcp(s) => s.peek(&mut byte),
             #[cfg(unix)]
-            Stream::Unix(_) => return false,
+            Stream::Unix(s) => sys::peek(s, &mut byte),
             #[cfg(feature = "tls")]
             Stream::Tls(s) => s.peek(&mut byte),
         };
         matches!(peeked, Ok(n) if n > 0)
+    }
+
+    /// True for a Unix domain socket.
+    pub(crate) fn is_unix(&self) -> bool {
+        #[cfg(unix)]
+        if let Stream::Unix(_) = self {
+            return true;
+        }
+        false
     }
 
     /// True for a TLS stream.

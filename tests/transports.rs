@@ -71,6 +71,51 @@ fn serves_a_unix_domain_socket() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The Unix-socket side of `no_request_lost.rs`'s idle-close race: a
+/// request sent on a kept-alive connection as its idle deadline passes is
+/// answered, or meets the end of the stream, never a reset. (A Unix socket
+/// closed with input unread makes the peer's read fail with
+/// `ECONNRESET` even after a shutdown, so the request must be found.)
+#[test]
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_stream_never_a_reset() {
+    use std::io::{BufReader, Write};
+    use std::os::unix::net::UnixStream;
+
+    use common::PATIENCE;
+
+    let dir = std::env::temp_dir().join(format!("httpool-test-race-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let server = Server::bind_unix(&path)
+        .unwrap()
+        .idle_timeout(std::time::Duration::ZERO)
+        .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+        .unwrap();
+    let (mut answered, mut ended) = (0, 0);
+    for i in 0..300 {
+        let stream = UnixStream::connect(&path).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        writer.write_all(&get("/first")).unwrap();
+        assert_eq!(read_reply(&mut reader, false).unwrap().body, b"/first");
+        // A write after the close may fail; what the read then meets counts.
+        let _ = writer.write_all(&get("/second"));
+        match read_reply(&mut reader, false) {
+            Ok(reply) => {
+                assert_eq!((reply.status, reply.body.as_slice()), (200, b"/second".as_slice()));
+                answered += 1;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => ended += 1,
+            Err(e) => panic!("connection {i} ({answered} answered, {ended} ended before it): {e}"),
+        }
+    }
+    assert!(server.shutdown());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[cfg(feature = "tls")]
 mod tls {
     use std::io::{BufReader, Read, Write};

@@ -152,6 +152,21 @@ pub(crate) fn set_backlog(_: &impl AsFd, _: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Copies bytes waiting in a connection's socket (a Unix domain one: std
+/// peeks TCP only on stable Rust) without taking them; `WouldBlock` when
+/// none wait. Linux and macOS (where rustix is at hand); elsewhere it
+/// reports none.
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+pub(crate) fn peek(socket: &impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    Ok(rustix::net::recv(socket, buf, flags)?.0)
+}
+
+#[cfg(not(any(target_os = "linux", target_vendor = "apple")))]
+pub(crate) fn peek(_: &impl AsFd, _: &mut [u8]) -> io::Result<usize> {
+    Ok(0)
+}
+
 /// Makes a Unix domain listener non-blocking, and on Apple systems never
 /// raising `SIGPIPE` (see [`no_sigpipe`]).
 pub(crate) fn set_up_unix_listener(listener: &std::os::unix::net::UnixListener) -> io::Result<()> {

@@ -38,7 +38,7 @@ impl Reply {
 
 /// Reads one response framed by Content-Length or chunked (no body for HEAD
 /// when `head` is set).
-pub fn read_reply(conn: &mut BufReader<TcpStream>, head: bool) -> io::Result<Reply> {
+pub fn read_reply(conn: &mut impl BufRead, head: bool) -> io::Result<Reply> {
     let mut line = String::new();
     if conn.read_line(&mut line)? == 0 {
         return Err(io::ErrorKind::UnexpectedEof.into());
