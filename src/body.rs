@@ -446,6 +446,13 @@ impl<'a> Body<'a> {
     }
 
     fn send_continue(&mut self) -> io::Result<()> {
+        // A worker will wait for the body `100 Continue` asks for: with no
+        // place free for that, the client is answered `503` before it sends
+        // the body (the continue withheld, the connection then closes)
+        // rather than after. (A place taken meanwhile still fails the wait.)
+        if !self.io.body_wait_free() {
+            return Err(self.fail(BodyError::Busy));
+        }
         self.send_continue = false;
         let timeout = self.wait_budget()?;
         write_all_wait(self.io, CONTINUE, timeout).map_err(|e| self.io_error(e))

@@ -97,6 +97,12 @@ pub(crate) trait Transport: Read + Write {
     /// The wait [`Transport::begin_body_wait`] allowed is over.
     fn end_body_wait(&mut self) {}
 
+    /// True when a place for a worker waiting on a body is free now (a
+    /// look, nothing taken): asked before `100 Continue` invites a body.
+    fn body_wait_free(&self) -> bool {
+        true
+    }
+
     /// The handler answered with an upgrade: takes one of the server's
     /// places for upgraded connections, false when every one is taken. The
     /// place is held until [`Transport::end_upgrade`], or until the
@@ -454,6 +460,11 @@ impl Transport for Socket<'_> {
     fn end_body_wait(&mut self) {
         self.in_body_wait = false;
         self.body_waits.0.end_body_wait();
+    }
+
+    fn body_wait_free(&self) -> bool {
+        let (counters, most) = self.body_waits;
+        counters.body_wait_free(most)
     }
 
     fn begin_upgrade(&mut self) -> bool {

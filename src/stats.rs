@@ -180,6 +180,11 @@ impl Counters {
         self.body_waits.0.fetch_sub(1, Relaxed);
     }
 
+    /// True when fewer than `most` workers wait on bodies now.
+    pub(crate) fn body_wait_free(&self, most: usize) -> bool {
+        self.body_waits.get() < u64::try_from(most).unwrap_or(u64::MAX)
+    }
+
     /// Counts `bytes` held for a slow client, unless the total would pass
     /// `cap`.
     pub(crate) fn hold(&self, bytes: u64, cap: u64) -> Option<Held> {
