@@ -1,8 +1,9 @@
 //! Status codes and their reason phrases (RFC 9110 §15).
 
-/// Returns the reason phrase the crate writes for `code`, or `""` for codes
-/// RFC 9110 does not name (the status line is still valid with an empty
-/// reason, RFC 9112 §4).
+/// Returns the reason phrase the crate writes for `code`: those of RFC 9110
+/// and of the other codes in IANA's status code registry that servers send
+/// (RFC 4918, 6585, 7725, 8470), or `""` for the rest (the status line is
+/// still valid with an empty reason, RFC 9112 §4).
 pub(crate) fn reason(code: u16) -> &'static str {
     match code {
         100 => "Continue",
@@ -24,10 +25,12 @@ pub(crate) fn reason(code: u16) -> &'static str {
         308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
+        402 => "Payment Required",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
         408 => "Request Timeout",
         409 => "Conflict",
         410 => "Gone",
@@ -40,16 +43,23 @@ pub(crate) fn reason(code: u16) -> &'static str {
         417 => "Expectation Failed",
         421 => "Misdirected Request",
         422 => "Unprocessable Content",
+        423 => "Locked",
+        424 => "Failed Dependency",
+        425 => "Too Early",
         426 => "Upgrade Required",
         428 => "Precondition Required",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
+        507 => "Insufficient Storage",
+        508 => "Loop Detected",
+        511 => "Network Authentication Required",
         _ => "",
     }
 }
@@ -68,6 +78,8 @@ mod tests {
     fn known_and_unknown_reasons() {
         assert_eq!(reason(200), "OK");
         assert_eq!(reason(431), "Request Header Fields Too Large");
+        assert_eq!(reason(407), "Proxy Authentication Required");
+        assert_eq!(reason(507), "Insufficient Storage");
         assert_eq!(reason(599), "");
     }
 
