@@ -1,6 +1,7 @@
 //! Uploads: `PUT /upload/{name}` streams the request body to a file in a
 //! directory (second argument; default `httpool-uploads` in the temporary
-//! directory), 10 MiB at most.
+//! directory), 10 MiB at most, while the directory holds less than 1 GiB
+//! (`507 Insufficient Storage` past it: clients cannot fill the disk).
 //!
 //! ```sh
 //! cargo run --example upload            # 127.0.0.1:8007
@@ -36,6 +37,11 @@ use httpool::{IntoResponse, Request, Response, Server};
 /// The largest upload this example stores.
 pub const LIMIT: u64 = 10 * 1024 * 1024;
 
+/// The most the upload directory holds: an upload that would take it past
+/// this is refused. (Uploads running at once may each add up to [`LIMIT`]
+/// beyond it.)
+pub const QUOTA: u64 = 1024 * 1024 * 1024;
+
 /// A file name of letters, digits, `.`, `_` and `-`, not starting with a dot.
 fn valid_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
@@ -51,6 +57,8 @@ pub enum Refusal {
     /// A bad, slow or cut-off body: `400` (the server answers `400`, `408`
     /// or `413` itself, or closes, whatever is returned).
     Body(io::Error),
+    /// The directory holds its [`QUOTA`] already: `507`.
+    Full,
     /// The file could not be written: `500`.
     Storage(io::Error),
 }
@@ -60,16 +68,21 @@ impl IntoResponse for Refusal {
         match self {
             Refusal::TooLarge => Response::text(format!("uploads are limited to {LIMIT} bytes\n")).with_status(413),
             Refusal::Body(e) => Response::text(format!("{e}\n")).with_status(400),
+            Refusal::Full => Response::text("no room for more uploads\n").with_status(507),
             Refusal::Storage(e) => Response::text(format!("cannot store: {e}\n")).with_status(500),
         }
     }
 }
 
-fn upload(dir: &Path, req: &mut Request, name: &str) -> Result<Response, Refusal> {
+fn upload(dir: &Path, quota: u64, req: &mut Request, name: &str) -> Result<Response, Refusal> {
     let declared = req.header("content-length").and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > LIMIT) {
         // Answered before the body is read: no `100 Continue` is sent.
         return Err(Refusal::TooLarge);
+    }
+    // A body of unknown length (chunked) counts as one of the limit's size.
+    if used_bytes(dir).map_err(Refusal::Storage)?.saturating_add(declared.unwrap_or(LIMIT)) > quota {
+        return Err(Refusal::Full);
     }
     // Write to a private name, renamed into place once the body is complete.
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -83,6 +96,15 @@ fn upload(dir: &Path, req: &mut Request, name: &str) -> Result<Response, Refusal
     Ok(Response::text(format!("stored {n} bytes as {name}\n"))
         .with_status(201)
         .with_header("Location", format!("/upload/{name}")))
+}
+
+/// The bytes the files in `dir` hold (those being written included).
+fn used_bytes(dir: &Path) -> io::Result<u64> {
+    let mut used = 0u64;
+    for entry in fs::read_dir(dir)? {
+        used = used.saturating_add(entry?.metadata()?.len());
+    }
+    Ok(used)
 }
 
 /// Copies the request body into `file`, counting: at most `LIMIT` bytes.
@@ -103,13 +125,18 @@ fn receive(req: &mut Request, mut file: File) -> Result<u64, Refusal> {
     }
 }
 
-/// `PUT /upload/{name}` stores the body in `dir`.
+/// `PUT /upload/{name}` stores the body in `dir`, which may hold [`QUOTA`].
 pub fn handler(dir: &Path, req: &mut Request) -> Result<Response, Refusal> {
+    handler_within(dir, QUOTA, req)
+}
+
+/// [`handler`], with `dir` holding at most `quota` bytes.
+pub fn handler_within(dir: &Path, quota: u64, req: &mut Request) -> Result<Response, Refusal> {
     let Some(name) = req.path().strip_prefix("/upload/").map(str::to_owned) else {
         return Ok(Response::status(404));
     };
     match req.method() {
-        "PUT" if valid_name(&name) => upload(dir, req, &name),
+        "PUT" if valid_name(&name) => upload(dir, quota, req, &name),
         "PUT" => Ok(Response::text("names are letters, digits, '.', '_' and '-'\n").with_status(400)),
         _ => Ok(Response::status(405).with_header("Allow", "PUT")),
     }

@@ -233,6 +233,31 @@ fn upload_cuts_off_a_chunked_body_past_the_limit() {
     assert_eq!(std::fs::read_dir(&uploads.0).unwrap().count(), 0, "the partial file is removed");
 }
 
+/// The upload directory holds at most its quota: an upload that would take
+/// it past is refused with `507` and stores nothing, and one of unknown
+/// length (chunked) counts as one of the largest size.
+#[test]
+fn upload_refuses_what_would_fill_the_directory_past_its_quota() {
+    let uploads = Uploads::new("quota");
+    let dir = uploads.0.clone();
+    let server = TestServer::new(move |req| upload::handler_within(&dir, 15, req)).max_body_bytes(2 * upload::LIMIT);
+    assert_eq!(server.send(TestRequest::put("/upload/a.txt").body("0123456789")).status(), 201);
+    let resp = server.send(TestRequest::put("/upload/b.txt").header("Expect", "100-continue").body("0123456789"));
+    assert!(
+        resp.raw().starts_with(b"HTTP/1.1 507 Insufficient Storage\r\n"),
+        "{:?}",
+        String::from_utf8_lossy(resp.raw())
+    );
+    assert_eq!(resp.text(), "no room for more uploads\n");
+    assert_eq!(server.send(TestRequest::put("/upload/c.txt").body("01234")).status(), 201);
+    let empty = Uploads::new("quota-chunked");
+    let dir = empty.0.clone();
+    let server = TestServer::new(move |req| upload::handler_within(&dir, 15, req)).max_body_bytes(2 * upload::LIMIT);
+    assert_eq!(server.send(TestRequest::put("/upload/d.txt").body("x").chunked()).status(), 507);
+    assert_eq!(std::fs::read_dir(&uploads.0).unwrap().count(), 2);
+    assert_eq!(std::fs::read_dir(&empty.0).unwrap().count(), 0);
+}
+
 #[test]
 fn upload_refuses_bad_names_other_methods_and_paths() {
     let uploads = Uploads::new("refuse");
