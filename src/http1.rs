@@ -793,6 +793,14 @@ fn park<T: Transport, H: ?Sized>(
     cx: &mut Ctx<'_, H>,
     turn: &mut Turn,
 ) -> Option<Next> {
+    // Part of a TLS record read (rustls holds it; the socket shows nothing
+    // more) is a request on its way, like the first bytes of a head in the
+    // buffer: a kept-alive connection starts its head clock. Left waiting
+    // as an idle one, it would be closed at the idle deadline under the
+    // request (the monitor looks for one in the socket, not in rustls).
+    if conn.phase.kind() == (Kind::Waiting { first: false }) && io.input_begun() {
+        conn.begin_head(Instant::now(), true);
+    }
     // At shutdown an idle connection closes instead — like any close after
     // an answer, lingering if the client already sent more. But only after
     // a read that began once the shutdown was seen: a request that arrived

@@ -395,6 +395,49 @@ mod tls {
         assert!(server.shutdown());
     }
 
+    /// Half of the record that carries the next request on a kept-alive
+    /// connection is a request begun, as the first bytes of a plain head
+    /// are: the idle deadline does not close the connection under it, and
+    /// at the head deadline the client gets `408`, as over TCP. The half
+    /// is in rustls, not in the socket, so the monitor's look for a request
+    /// there found none, and the connection was closed as idle at the idle
+    /// deadline (close_notify, the end of stream): the request was lost
+    /// while its record was still arriving.
+    #[test]
+    fn half_a_record_on_a_kept_alive_tls_connection_is_a_head_begun_not_an_idle_connection() {
+        let (server_config, client_config) = setup();
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .idle_timeout(std::time::Duration::from_millis(100))
+            .head_timeout(std::time::Duration::from_millis(600))
+            .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+            .unwrap();
+        let mut conn = connect(server.local_addr(), &client_config);
+        conn.get_ref().sock.set_nodelay(true).unwrap();
+        conn.get_mut().write_all(b"GET /warm HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut conn).1, b"/warm");
+        // The next request's record, half of it sent at once.
+        let stream = conn.get_mut();
+        stream.conn.writer().write_all(b"GET /next HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut record = Vec::new();
+        stream.conn.write_tls(&mut record).unwrap();
+        stream.sock.write_all(&record[..record.len() / 2]).unwrap();
+        // What the server does next: the end of the session, or an answer.
+        let mut got = Vec::new();
+        let mut buf = [0u8; 512];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match conn.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => panic!("{e} after {:?}", String::from_utf8_lossy(&got)),
+            }
+        }
+        assert!(got.starts_with(b"HTTP/1.1 408 "), "closed under half a request: {:?}", String::from_utf8_lossy(&got));
+        assert!(server.shutdown());
+    }
+
     /// An answer after which the server closes ends the session with
     /// close_notify (RFC 8446 §6.1), whether the close is at once or
     /// lingering: by it a close-delimited body (a stream to an HTTP/1.0

@@ -742,6 +742,28 @@ fn a_parked_connection_keeps_only_its_unparsed_bytes() {
     assert_eq!(s.scratch.buffers.len(), 1, "the full buffer went back to the worker");
 }
 
+/// Over TLS, part of the record carrying the next request (in the session,
+/// below what a read returns) is a head begun, as the first bytes of a
+/// plain head are: a kept-alive connection parks under the head deadline,
+/// not as an idle one, which the monitor closes at the idle deadline after
+/// finding no request in the socket (the part is in rustls).
+#[test]
+fn part_of_a_tls_record_parks_a_kept_alive_connection_under_the_head_deadline() {
+    let mut s = Served::new(&hello);
+    s.config.idle_timeout = Duration::from_secs(1);
+    s.config.head_timeout = Duration::from_secs(7);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.phase.kind(), Kind::Waiting { first: false });
+    // Half of the next record arrives, and is read into the session.
+    io.record_begun = true;
+    let before = Instant::now();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.conn.phase.kind(), Kind::Head);
+    assert!(s.conn.deadline(&s.config).unwrap() >= before + s.config.head_timeout);
+}
+
 /// A body collected while parked is under the head deadline, plus a second
 /// for every `body_min_rate` bytes of it received: a client that keeps up
 /// the least rate is not cut, one that does not gets `408` as a head would.

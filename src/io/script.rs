@@ -56,6 +56,9 @@ pub(crate) struct Script {
     /// the socket is full (a flush sends it, or fails `WouldBlock`), and a
     /// shutdown or close before it went loses it. Otherwise it always goes.
     pub(crate) tls: bool,
+    /// TLS: the session has read part of a record from the socket, which a
+    /// read does not show until the rest arrives (input has begun).
+    pub(crate) record_begun: bool,
     /// Under `tls`: bytes of close_notify waiting in the session for room.
     pub(crate) alert_left: usize,
     /// Bytes the client takes before the socket is full (`None`: no
@@ -239,6 +242,10 @@ impl Transport for Script {
     /// A short read empties the socket of bytes, but not of an end of
     /// stream that came in the same edge: the engine passes on the event's
     /// read-closed flag, and a connection told of it reads until the end.
+    fn input_begun(&self) -> bool {
+        self.record_begun
+    }
+
     fn short_read_drains(&self) -> bool {
         !self.completion && !self.fin
     }
