@@ -560,6 +560,13 @@ impl<'a> Body<'a> {
     /// Reads and discards the rest of the body, up to `max` bytes. True when
     /// the body ended within the bound.
     pub(crate) fn drain(&mut self, max: u64) -> bool {
+        self.discard_rest(max, false)
+    }
+
+    /// [`Body::drain`]; `upgrading`: before a protocol switch, which no
+    /// answer made without the body can stand for, so a wait refused for
+    /// want of a place (`Busy`) stays the body's failure (`503`).
+    fn discard_rest(&mut self, max: u64, upgrading: bool) -> bool {
         if self.send_continue {
             // The client waits for 100 before sending; it was never asked.
             return false;
@@ -576,10 +583,11 @@ impl<'a> Body<'a> {
             if self.read(&mut scratch).is_err() {
                 // Out of patience for a body the handler did not want, or no
                 // place left to wait for it: its response stands, and the
-                // connection closes after it.
+                // connection closes after it (before an upgrade, no place
+                // left is answered 503 in its stead).
                 let patience_ran_out =
                     self.error == Some(BodyError::TimedOut) && whole.is_none_or(|d| d > Instant::now());
-                if patience_ran_out || self.error == Some(BodyError::Busy) {
+                if patience_ran_out || (self.error == Some(BodyError::Busy) && !upgrading) {
                     self.error = None;
                 }
                 return false;
@@ -599,7 +607,7 @@ impl<'a> Body<'a> {
         if self.send_continue && self.send_continue().is_err() {
             return false;
         }
-        self.drain(max)
+        self.discard_rest(max, true)
     }
 
     /// Reads what the handler left of the body, once the handler is done

@@ -208,3 +208,50 @@ fn a_silent_upgraded_connection_does_not_hold_its_worker_for_ever() {
     drop(silent);
     assert!(server.shutdown());
 }
+
+/// An upgrade whose request body is still in flight must read it before
+/// the switch; when every place for a worker waiting on a body is taken
+/// (`Server::max_body_waits`), the switch is off and the answer is `503`
+/// (counted as rejected), as it is when the request asked for `100
+/// Continue`. It was `413 Content Too Large`, for a body well within the
+/// limits: the wait refused while draining was taken for a body too long
+/// to drain.
+#[test]
+fn an_upgrade_whose_body_cannot_be_waited_for_gets_503_not_413() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .max_workers(4)
+        .max_body_waits(1)
+        // Bodies larger than the read buffer are not collected first: the
+        // handler runs with the head alone.
+        .body_buffer_bytes(0)
+        .spawn(|req: &mut Request| {
+            if req.path() == "/upload" {
+                let got = req.read_body(1 << 20).map(|b| b.len()).unwrap_or(0);
+                return Response::text(got.to_string());
+            }
+            raw_echo(req)
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    // A handler waits on the first body: the only place is taken.
+    let mut first = connect(addr);
+    send(&mut first, b"POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 30000\r\nExpect: 100-continue\r\n\r\n");
+    let mut interim = [0u8; 25];
+    first.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    common::wait_for(&server, "a worker to wait on the first body", |s| s.body_waits == 1);
+    // An upgrade request whose body has not come yet.
+    let mut second = connect(addr);
+    send(
+        &mut second,
+        b"GET / HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: 30000\r\n\r\n",
+    );
+    let reply = read_reply(&mut second, false).unwrap();
+    assert_eq!((reply.status, reply.header("connection")), (503, Some("close")));
+    assert_eq!(server.stats().rejected, 1);
+    send(&mut first, &[b'a'; 30_000]);
+    assert_eq!(read_reply(&mut first, false).unwrap().body, b"30000");
+    assert!(server.shutdown());
+}
