@@ -604,6 +604,12 @@ impl<'a> Body<'a> {
         if self.is_complete() {
             return true;
         }
+        // A read of it failed already (the handler's: no place was free to
+        // wait on it, say): the client is not asked for it now, to be
+        // answered with that failure once it has sent it.
+        if self.error.is_some() {
+            return false;
+        }
         if self.send_continue && self.send_continue().is_err() {
             return false;
         }

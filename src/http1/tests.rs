@@ -1343,6 +1343,29 @@ fn an_upgrade_of_a_request_awaiting_100_continue_sends_100_before_101() {
     assert_eq!(early, b"PING");
 }
 
+/// A body the handler could not read (no place was free to wait on it, so
+/// `100 Continue` was withheld and the read failed) is not invited later:
+/// a handler that answers with an upgrade all the same gets the `503`
+/// without a `100 Continue` before it, even once a place is free. The
+/// switch's read of the body sent the `100` then, and the client, told to
+/// send its body, got the `503`.
+#[test]
+fn a_body_refused_for_want_of_a_place_is_never_invited_by_the_upgrade_after() {
+    let handler = |req: &mut Request<'_>| {
+        let mut buf = [0u8; 8];
+        assert!(req.body().read(&mut buf).is_err(), "no place to wait on the body");
+        Response::upgrade(|_| {}).with_header("Upgrade", "ping")
+    };
+    let head = [UPGRADE_HEAD.as_bytes(), b"Expect: 100-continue\r\nContent-Length: 5\r\n\r\n"].concat();
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[&head, b"hello"]);
+    io.patient = true;
+    io.body_waits_full.set(1);
+    s.run(&mut io, None);
+    let wire = redact_dates(&io.written);
+    assert!(wire.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{wire}");
+}
+
 /// Every place for an upgraded connection taken (`Server::max_upgrades`):
 /// the handler's upgrade is not made. The body is read as after any
 /// answer, the client gets `503` and the connection closes (what follows

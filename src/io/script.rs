@@ -42,6 +42,10 @@ pub(crate) struct Script {
     pub(crate) upgrades_full: bool,
     /// The connection holds a place for an upgraded connection.
     pub(crate) upgrade_held: bool,
+    /// The next this many looks for a free place for a worker waiting on a
+    /// body ([`Transport::body_wait_free`]) find every one taken
+    /// (`Server::max_body_waits`); later ones find one.
+    pub(crate) body_waits_full: std::cell::Cell<u32>,
     /// When set, `wait` for input succeeds and releases the next arrival
     /// (the peer sends more while the worker waits); otherwise it times out.
     pub(crate) patient: bool,
@@ -248,6 +252,12 @@ impl Transport for Script {
 
     fn short_read_drains(&self) -> bool {
         !self.completion && !self.fin
+    }
+
+    fn body_wait_free(&self) -> bool {
+        let full = self.body_waits_full.get();
+        self.body_waits_full.set(full.saturating_sub(1));
+        full == 0
     }
 
     fn begin_upgrade(&mut self) -> bool {
