@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{PATIENCE, closed, connect, get, read_reply, send, wait_for};
+use common::{IdleRace, PATIENCE, closed, connect, get, read_reply, send, wait_for};
 use httpool::{Request, Response, Server, ServerHandle};
 
 /// Each request of a burst is 64 bytes: `GET /NNNNN` padded by a header.
@@ -606,21 +606,14 @@ fn a_request_racing_the_idle_close_is_answered_or_meets_the_end_of_stream_never_
         .idle_timeout(Duration::ZERO)
         .spawn(|req: &mut Request| Response::text(req.path().to_string()))
         .unwrap();
-    let (mut answered, mut ended) = (0, 0);
+    let mut race = IdleRace::default();
     for i in 0..300 {
         let mut conn = connect(server.local_addr());
         send(&mut conn, &get("/first"));
         assert_eq!(read_reply(&mut conn, false).unwrap().body, b"/first");
         // A write after the close may fail; what the read then meets counts.
         let _ = conn.get_mut().write_all(&get("/second"));
-        match read_reply(&mut conn, false) {
-            Ok(reply) => {
-                assert_eq!((reply.status, reply.body.as_slice()), (200, b"/second".as_slice()));
-                answered += 1;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => ended += 1,
-            Err(e) => panic!("connection {i} ({answered} answered, {ended} ended before it): {e}"),
-        }
+        race.judge(i, read_reply(&mut conn, false), "/second");
     }
     assert!(server.shutdown());
 }

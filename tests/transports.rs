@@ -82,7 +82,7 @@ fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_s
     use std::io::{BufReader, Write};
     use std::os::unix::net::UnixStream;
 
-    use common::PATIENCE;
+    use common::{IdleRace, PATIENCE};
 
     let dir = std::env::temp_dir().join(format!("httpool-test-race-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -93,7 +93,7 @@ fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_s
         .idle_timeout(std::time::Duration::ZERO)
         .spawn(|req: &mut Request| Response::text(req.path().to_string()))
         .unwrap();
-    let (mut answered, mut ended) = (0, 0);
+    let mut race = IdleRace::default();
     for i in 0..300 {
         let stream = UnixStream::connect(&path).unwrap();
         stream.set_read_timeout(Some(PATIENCE)).unwrap();
@@ -103,14 +103,7 @@ fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_s
         assert_eq!(read_reply(&mut reader, false).unwrap().body, b"/first");
         // A write after the close may fail; what the read then meets counts.
         let _ = writer.write_all(&get("/second"));
-        match read_reply(&mut reader, false) {
-            Ok(reply) => {
-                assert_eq!((reply.status, reply.body.as_slice()), (200, b"/second".as_slice()));
-                answered += 1;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => ended += 1,
-            Err(e) => panic!("connection {i} ({answered} answered, {ended} ended before it): {e}"),
-        }
+        race.judge(i, read_reply(&mut reader, false), "/second");
     }
     assert!(server.shutdown());
     std::fs::remove_dir_all(&dir).unwrap();

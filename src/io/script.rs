@@ -243,13 +243,13 @@ impl Transport for Script {
         let _ = self.send_alert();
     }
 
-    /// A short read empties the socket of bytes, but not of an end of
-    /// stream that came in the same edge: the engine passes on the event's
-    /// read-closed flag, and a connection told of it reads until the end.
     fn input_begun(&self) -> bool {
         self.record_begun
     }
 
+    /// A short read empties the socket of bytes, but not of an end of
+    /// stream that came in the same edge: the engine passes on the event's
+    /// read-closed flag, and a connection told of it reads until the end.
     fn short_read_drains(&self) -> bool {
         !self.completion && !self.fin
     }

@@ -81,6 +81,29 @@ pub fn read_reply(conn: &mut impl BufRead, head: bool) -> io::Result<Reply> {
     Ok(reply)
 }
 
+/// The tally of a race between a request and the server's idle close: each
+/// request sent as the idle deadline passes must be answered (`200` with the
+/// path `expected`) or meet the end of the stream. Anything else (a reset
+/// above all) fails the test, naming the round and the tally before it.
+#[derive(Default)]
+pub struct IdleRace {
+    pub answered: usize,
+    pub ended: usize,
+}
+
+impl IdleRace {
+    pub fn judge(&mut self, round: usize, read: io::Result<Reply>, expected: &str) {
+        match read {
+            Ok(reply) => {
+                assert_eq!((reply.status, reply.body.as_slice()), (200, expected.as_bytes()));
+                self.answered += 1;
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => self.ended += 1,
+            Err(e) => panic!("connection {round} ({} answered, {} ended before it): {e}", self.answered, self.ended),
+        }
+    }
+}
+
 /// True when the server has closed: the next read returns end of stream.
 pub fn closed(conn: &mut BufReader<TcpStream>) -> bool {
     let mut rest = Vec::new();
