@@ -21,7 +21,7 @@ use crate::encode::encode_error;
 use crate::http1::{Expiry, LINGER};
 use crate::pool::Workers;
 use crate::shared::slots::Timer;
-use crate::shared::{Connection, HandOver, Shared};
+use crate::shared::{CloseWhy, Connection, HandOver, IdleClose, Shared};
 use crate::sys;
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.
@@ -240,7 +240,7 @@ impl Monitor {
                 }
                 // Waiting for a request: one may have come after all.
                 Expiry::TimedOut if !conn.state.is_sending() => {
-                    if let Some(conn) = self.close_idle(conn, now) {
+                    if let IdleClose::Serve(conn) = self.shared.close_idle(conn, now, CloseWhy::TimedOut) {
                         let seat = conn.seat;
                         self.shared.requeue(conn);
                         self.shared.nudge(seat);
@@ -260,36 +260,6 @@ impl Monitor {
             self.shared.counters.timeout();
             self.shared.close(conn);
         }
-    }
-
-    /// Closes a connection whose wait for a request (its first, or the next
-    /// on a kept-alive one) ran past its deadline. Its client may have sent
-    /// one all the same, just now, before a worker read it: closing a socket
-    /// with input unread makes the kernel reset the connection, and the
-    /// client's request fails with a reset rather than meeting the end of
-    /// stream a pooled client retries on (RFC 9112 §9.3.1). So a request
-    /// already in the socket is served: the connection is returned, for a
-    /// worker. Else the write side shuts (over TLS after close_notify, best
-    /// effort), so that the end of stream reaches the client before any
-    /// reset, and one that arrived meanwhile is lingered over (the
-    /// connection is returned when bytes came while it was out of its slot).
-    /// A Unix domain socket always lingers: closed with input unread, it
-    /// fails the peer's next read with a reset even after the end of
-    /// stream, so a request sent between the look and the close would
-    /// still meet one.
-    fn close_idle(&mut self, mut conn: Box<Connection>, now: Instant) -> Option<Box<Connection>> {
-        if conn.stream.has_pending_input() {
-            return Some(conn);
-        }
-        debug!("{}: closing after timeout", conn.peer);
-        self.shared.counters.timeout();
-        conn.stream.shutdown_write();
-        if conn.stream.is_unix() || conn.stream.has_pending_input() {
-            conn.state.linger_after_answer(now + LINGER);
-            return self.shared.park(conn);
-        }
-        self.shared.close(conn);
-        None
     }
 
     /// `408` for a head (or a body collected with it) past its deadline.

@@ -194,9 +194,15 @@ impl Server {
         self
     }
 
-    /// Open connections at most; past it the server stops accepting until
-    /// one closes. Default:
-    /// [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS).
+    /// Open connections at most. When a new client finds this many open,
+    /// the idle keep-alive connection that has waited longest for its next
+    /// request is closed to make room for it, as nginx does (its write side
+    /// first; a request found in its socket is served instead). With none
+    /// idle, the server stops accepting until one closes (or answers `503`,
+    /// see [`Server::overload`]). A connection in the middle of a request,
+    /// or one that has not sent its first, is never closed for room.
+    /// [`Stats::reclaimed`](crate::Stats::reclaimed) counts those closed.
+    /// Default: [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS).
     pub fn max_connections(mut self, n: usize) -> Server {
         self.config.max_connections = n.clamp(1, crate::shared::slots::MAX_SLOTS);
         self

@@ -27,6 +27,10 @@ pub struct Stats {
     pub parse_errors: u64,
     /// Connections closed for a timeout (idle, head, body read or write).
     pub timeouts: u64,
+    /// Idle keep-alive connections closed before their idle timeout to make
+    /// room for new clients, while
+    /// [`max_connections`](crate::Server::max_connections) were open.
+    pub reclaimed: u64,
     /// Handler panics.
     pub panics: u64,
     /// Accept and socket errors other than timeouts.
@@ -91,6 +95,7 @@ pub(crate) struct Counters {
     requests: [Padded; REQUEST_STRIPES],
     parse_errors: Padded,
     timeouts: Padded,
+    reclaimed: Padded,
     panics: Padded,
     io_errors: Padded,
     rejected: Padded,
@@ -159,6 +164,9 @@ impl Counters {
     pub(crate) fn timeout(&self) {
         self.timeouts.bump();
     }
+    pub(crate) fn reclaimed(&self) {
+        self.reclaimed.bump();
+    }
     pub(crate) fn panic(&self) {
         self.panics.bump();
     }
@@ -220,6 +228,7 @@ impl Counters {
             requests: self.requests.iter().map(Padded::get).sum(),
             parse_errors: self.parse_errors.get(),
             timeouts: self.timeouts.get(),
+            reclaimed: self.reclaimed.get(),
             panics: self.panics.get(),
             io_errors: self.io_errors.get(),
             rejected: self.rejected.get(),

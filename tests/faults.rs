@@ -101,6 +101,9 @@ fn saturated_server_with_reject_policy_answers_503() {
     assert!(server.shutdown());
 }
 
+/// Connections in the middle of a request are never closed to make room:
+/// a new client waits until one closes. (Each has been answered once and
+/// has sent part of its next head.)
 #[test]
 fn max_connections_caps_open_connections_until_one_closes() {
     let server = Server::bind("127.0.0.1:0")
@@ -112,20 +115,85 @@ fn max_connections_caps_open_connections_until_one_closes() {
     let addr = server.local_addr();
     let mut first = connect(addr);
     let mut second = connect(addr);
+    let part = b"GET / HTTP/1.1\r\n";
     for conn in [&mut first, &mut second] {
-        send(conn, &get("/"));
+        send(conn, &[get("/").as_slice(), part].concat());
         assert_eq!(read_reply(conn, false).unwrap().status, 200);
     }
     let mut third = connect(addr);
     send(&mut third, &get("/"));
     // A round trip on an open connection: the poller has looked at the
     // listener since the third client connected, and left it waiting.
-    send(&mut first, &get("/"));
+    send(&mut first, &[b"Host: a\r\n\r\n".as_slice(), part].concat());
     assert_eq!(read_reply(&mut first, false).unwrap().status, 200);
-    assert_eq!(server.stats().accepted, 2);
+    let stats = server.stats();
+    assert_eq!((stats.accepted, stats.reclaimed), (2, 0));
     drop(second);
     assert_eq!(read_reply(&mut third, false).unwrap().status, 200);
     assert_eq!(server.stats().accepted, 3);
+    assert!(server.shutdown());
+}
+
+/// At `max_connections`, idle keep-alive connections make room for a new
+/// client, the one idle longest first, long before their idle timeout:
+/// else clients that keep their idle connections open (or send a request
+/// on each just before the timeout) keep new ones out.
+#[test]
+fn idle_keep_alive_connections_make_room_for_new_clients_at_max_connections() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .max_connections(2)
+        .idle_timeout(Duration::from_secs(3600))
+        .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut first = connect(addr);
+    let mut second = connect(addr);
+    for (conn, path) in [(&mut first, "/1"), (&mut second, "/2")] {
+        send(conn, &get(path));
+        assert_eq!(read_reply(conn, false).unwrap().body, path.as_bytes());
+    }
+    let mut third = connect(addr);
+    send(&mut third, &get("/3"));
+    assert_eq!(read_reply(&mut third, false).unwrap().body, b"/3");
+    // The connection idle longest was closed for it, with the end of
+    // stream; the other is still served.
+    assert!(closed(&mut first));
+    send(&mut second, &get("/2"));
+    assert_eq!(read_reply(&mut second, false).unwrap().body, b"/2");
+    let stats = server.stats();
+    assert_eq!((stats.accepted, stats.open, stats.reclaimed, stats.timeouts), (3, 2, 1, 0));
+    assert!(server.shutdown());
+}
+
+/// Under `Overload::Reject` too, an idle keep-alive connection makes room
+/// for a new client at `max_connections`, which is served, not refused;
+/// with none idle, the client is refused.
+#[test]
+fn under_reject_an_idle_connection_makes_room_and_a_busy_one_does_not() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .max_connections(1)
+        .overload(Overload::Reject { retry_after: Duration::from_secs(1) })
+        .idle_timeout(Duration::from_secs(3600))
+        .spawn(|_: &mut Request| Response::text("ok"))
+        .unwrap();
+    let addr = server.local_addr();
+    let mut idle = connect(addr);
+    send(&mut idle, &get("/"));
+    assert_eq!(read_reply(&mut idle, false).unwrap().status, 200);
+    let mut next = connect(addr);
+    // Part of its next head: not idle, never closed for room.
+    send(&mut next, &[get("/").as_slice(), b"GET / HTTP/1.1\r\n"].concat());
+    assert_eq!(read_reply(&mut next, false).unwrap().status, 200);
+    assert!(closed(&mut idle));
+    let mut refused = connect(addr);
+    send(&mut refused, &get("/"));
+    assert_eq!(read_reply(&mut refused, false).unwrap().status, 503);
+    let stats = server.stats();
+    assert_eq!((stats.reclaimed, stats.rejected, stats.open), (1, 1, 1));
     assert!(server.shutdown());
 }
 

@@ -109,6 +109,51 @@ fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_s
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// At `max_connections` on a Unix socket, the idle connection closed to
+/// make room lingers (a Unix socket always does): the new client, taken
+/// from the backlog, waits for the linger to end, and is served once the
+/// idle connection's client has read the end of stream and closed.
+#[test]
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+fn a_unix_socket_client_waits_for_the_idle_connection_closed_for_it_to_end_its_linger() {
+    use std::io::{BufReader, Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    use common::PATIENCE;
+
+    let dir = std::env::temp_dir().join(format!("httpool-test-room-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let server = Server::bind_unix(&path)
+        .unwrap()
+        .max_connections(1)
+        .idle_timeout(std::time::Duration::from_secs(3600))
+        .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+        .unwrap();
+    let open = |path: &std::path::Path| {
+        let stream = UnixStream::connect(path).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        (stream.try_clone().unwrap(), BufReader::new(stream))
+    };
+    let (mut idle, mut idle_reader) = open(&path);
+    idle.write_all(&get("/idle")).unwrap();
+    assert_eq!(read_reply(&mut idle_reader, false).unwrap().body, b"/idle");
+    let (mut new, mut new_reader) = open(&path);
+    new.write_all(&get("/new")).unwrap();
+    // The idle connection meets the end of stream; its client closes.
+    let mut rest = Vec::new();
+    assert_eq!(idle_reader.read_to_end(&mut rest).unwrap(), 0);
+    drop((idle, idle_reader));
+    assert_eq!(read_reply(&mut new_reader, false).unwrap().body, b"/new");
+    let stats = server.stats();
+    assert_eq!((stats.accepted, stats.reclaimed, stats.timeouts), (2, 1, 0));
+    // Closed first, so that the shutdown does not linger over it.
+    drop((new, new_reader));
+    assert!(server.shutdown());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[cfg(feature = "tls")]
 mod tls {
     use std::io::{BufReader, Read, Write};
@@ -557,9 +602,10 @@ mod tls {
             .tls(server_config)
             .spawn(|_: &mut Request| Response::text("x"))
             .unwrap();
-        // One open connection saturates the server.
+        // One open connection saturates the server (part of its next head
+        // sent: not idle, so not closed to make room).
         let mut held = connect(server.local_addr(), &client_config);
-        held.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        held.get_mut().write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\n").unwrap();
         assert!(read_response(&mut held).0.starts_with("HTTP/1.1 200"));
         let mut sock = TcpStream::connect(server.local_addr()).unwrap();
         sock.set_read_timeout(Some(PATIENCE)).unwrap();

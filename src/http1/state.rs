@@ -170,6 +170,13 @@ impl ConnState {
         matches!(self.phase.kind(), super::phase::Kind::Waiting { .. }) && trim_empty_lines(self.unparsed()).is_empty()
     }
 
+    /// True when it waits for a next request on a kept-alive connection
+    /// (not its first), and nothing of one has come: a server short of
+    /// connections may close it (RFC 9112 §9.5).
+    pub(crate) fn idle_kept_alive(&self) -> bool {
+        self.phase.kind() == (super::phase::Kind::Waiting { first: false }) && self.awaits_request()
+    }
+
     /// True when received bytes wait to be parsed.
     pub(crate) fn has_unparsed(&self) -> bool {
         self.buf.has_unparsed()

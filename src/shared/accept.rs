@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Connection, Shared};
+use super::{CloseWhy, Connection, IdleClose, Shared};
 use crate::config::Overload;
 use crate::date::DateCache;
 use crate::encode::encode_overloaded;
@@ -22,11 +22,16 @@ pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// connections must not keep the shutdown from going on.
 const LAST_ACCEPTS: usize = 4096;
 
+/// Most idle connections one accept pass sets out to close to make room at
+/// `max_connections` when the first turn out to have a request after all
+/// (they are served instead).
+const ROOM_TRIES: usize = 4;
+
 /// The listener and what accepting needs to remember.
 pub(crate) struct Accepting {
-    /// `None` once closed at shutdown. Locked by accept passes (one at a
-    /// time, so never contended) and by the close.
-    listener: Mutex<Option<Listener>>,
+    /// Locked by accept passes (one at a time, so never contended) and by
+    /// the close.
+    door: Mutex<Door>,
     /// Accept passes run on one thread at a time.
     one: OnePass,
     /// An accept was held back (saturated or paused): the next thread to
@@ -36,10 +41,20 @@ pub(crate) struct Accepting {
     paused_until: Mutex<Option<Instant>>,
 }
 
+/// What accept passes hold under one lock.
+struct Door {
+    /// `None` once closed at shutdown.
+    listener: Option<Listener>,
+    /// A client taken from the backlog at `max_connections` to make room
+    /// for, still waiting for it (the idle connection closed for it
+    /// lingers): the next pass admits it before any other.
+    next: Option<(Stream, Peer)>,
+}
+
 impl Accepting {
     pub(crate) fn new(listener: Listener) -> Accepting {
         Accepting {
-            listener: Mutex::new(Some(listener)),
+            door: Mutex::new(Door { listener: Some(listener), next: None }),
             one: OnePass::default(),
             waiting: AtomicBool::new(false),
             paused_until: Mutex::new(None),
@@ -81,8 +96,8 @@ impl Shared {
     /// many wait for a worker, but at most [`LAST_ACCEPTS`], and no more
     /// than `max_connections` open.
     fn accept_until_empty(&self, seat: usize, last: bool, taken_next: usize) {
-        let listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(listener) = listener.as_ref() else { return };
+        let mut door = self.accepting.door.lock().unwrap_or_else(PoisonError::into_inner);
+        let Door { listener: Some(listener), next } = &mut *door else { return };
         let mut date = None;
         for accepted in 0.. {
             if last && accepted == LAST_ACCEPTS {
@@ -95,41 +110,100 @@ impl Shared {
                 return;
             }
             let saturated = self.is_saturated(last, taken_next);
-            if saturated && (last || self.config.overload == Overload::Wait) {
-                // Clients wait in the kernel backlog until room frees up.
-                self.accepting.waiting.store(true, Ordering::Release);
-                return;
-            }
-            match listener.accept() {
-                Ok((stream, peer)) if saturated => self.reject(stream, peer, &mut date),
-                Ok((stream, peer)) => {
-                    #[cfg(feature = "tls")]
-                    let Some(stream) = self.secure(stream, peer) else { continue };
-                    self.admit(stream, peer, seat, listener.delivers_data());
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // Only now may the seats that reported the listener be
-                    // told of the next connection (Windows; see
-                    // `ListenerWatch`): a pass held back above leaves them
-                    // quiet, so that a full backlog does not wake them
-                    // again and again.
-                    for seat in &self.seats {
-                        seat.rearm_listener();
-                    }
-                    return;
-                }
-                Err(e) if is_transient(&e) => {}
-                Err(e) => {
-                    // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off, keep serving.
-                    warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
-                    self.counters.io_error();
-                    *self.accepting.paused_until.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Some(Instant::now() + ACCEPT_BACKOFF);
+            let wait = last || self.config.overload == Overload::Wait;
+            let (stream, peer) = match next.take() {
+                Some(client) => client,
+                // At `max_connections` with idle connections to close, the
+                // client is taken from the backlog first, then room made for
+                // it: none is closed when no client waits.
+                None if saturated && wait && !self.room_to_make(last, taken_next) => {
+                    // Clients wait in the kernel backlog until room frees up.
                     self.accepting.waiting.store(true, Ordering::Release);
                     return;
                 }
+                None => match listener.accept() {
+                    Ok(client) => client,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // Only now may the seats that reported the listener
+                        // be told of the next connection (Windows; see
+                        // `ListenerWatch`): a pass held back above leaves
+                        // them quiet, so that a full backlog does not wake
+                        // them again and again.
+                        for seat in &self.seats {
+                            seat.rearm_listener();
+                        }
+                        return;
+                    }
+                    Err(e) if is_transient(&e) => continue,
+                    Err(e) => {
+                        // EMFILE, ENFILE, ENOBUFS, ENOMEM: back off, keep serving.
+                        warn!("accept failed: {e}; pausing accepts for {ACCEPT_BACKOFF:?}");
+                        self.counters.io_error();
+                        *self.accepting.paused_until.lock().unwrap_or_else(PoisonError::into_inner) =
+                            Some(Instant::now() + ACCEPT_BACKOFF);
+                        self.accepting.waiting.store(true, Ordering::Release);
+                        return;
+                    }
+                },
+            };
+            if saturated && !self.make_room(last, taken_next) {
+                if wait {
+                    // Its room comes when the close made for it ends its
+                    // linger, or when a connection closes.
+                    *next = Some((stream, peer));
+                    self.accepting.waiting.store(true, Ordering::Release);
+                    return;
+                }
+                self.reject(stream, peer, &mut date);
+                continue;
+            }
+            #[cfg(feature = "tls")]
+            let Some(stream) = self.secure(stream, peer) else { continue };
+            self.admit(stream, peer, seat, listener.delivers_data());
+        }
+    }
+
+    /// True when `max_connections` are open, some of them idle kept-alive
+    /// connections [`Shared::make_room`] may close, and the ready lists
+    /// have room for one more (unless `ignore_queue`; `taken_next` as for
+    /// [`Shared::is_saturated`]): room for a client would let it in.
+    fn room_to_make(&self, ignore_queue: bool, taken_next: usize) -> bool {
+        let load = self.engine.load();
+        load.open >= self.config.max_connections
+            && load.idle > 0
+            && (ignore_queue || load.queued.saturating_sub(taken_next) < self.config.queue_depth)
+    }
+
+    /// At `max_connections`, closes the connection that has waited idle,
+    /// kept alive, the longest, to make room for a client taken from the
+    /// backlog, as nginx does when it runs out of connections: a server may
+    /// close an idle connection at any time (RFC 9112 §9.5), and a pooled
+    /// client opens another when it needs one. Else clients that keep idle
+    /// connections open would keep new ones out until the idle timeout, and
+    /// one that sends a request on each just before it, for ever. Returns
+    /// true when a slot was freed. One found to have a request after all
+    /// is served instead, and the next tried, a few at most. A close that
+    /// lingers (a Unix socket, or bytes that came as it closed) frees its
+    /// slot when the linger ends, and whoever closes it then takes up the
+    /// accept held back meanwhile. (`ignore_queue`, `taken_next`: see
+    /// [`Shared::room_to_make`].)
+    fn make_room(&self, ignore_queue: bool, taken_next: usize) -> bool {
+        if !self.room_to_make(ignore_queue, taken_next) {
+            return false;
+        }
+        for _ in 0..ROOM_TRIES {
+            let Some(conn) = self.engine.take_idle() else { return false };
+            match self.close_idle(conn, Instant::now(), CloseWhy::Room) {
+                IdleClose::Closed => return true,
+                IdleClose::Lingering => return false,
+                IdleClose::Serve(conn) => {
+                    let seat = conn.seat;
+                    self.requeue(conn);
+                    self.nudge(seat);
+                }
             }
         }
+        false
     }
 
     /// True while accepts are paused after an error (an accept then waits
@@ -225,11 +299,14 @@ impl Shared {
         // Waits for any accept pass still running; later ones find no
         // listener.
         self.accept_until_empty(0, true, 0);
-        let mut listener = self.accepting.listener.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut door = self.accepting.door.lock().unwrap_or_else(PoisonError::into_inner);
         for seat in &self.seats {
             seat.forget_listener();
         }
-        *listener = None;
+        door.listener = None;
+        // A client still waiting for room goes the way of those left in
+        // the backlog.
+        door.next = None;
     }
 
     /// When an accept waiting for the end of a pause should run.

@@ -62,6 +62,8 @@ pub(crate) struct Load {
     /// Connections with a slot (parked, queued or held by a worker).
     pub(crate) open: usize,
     pub(crate) parked: usize,
+    /// Of those, connections waiting idle, kept alive, for a next request.
+    pub(crate) idle: usize,
     /// Connections in the seats' ready lists.
     pub(crate) queued: usize,
     pub(crate) threads: Threads,
@@ -162,6 +164,7 @@ impl<C: Occupant> Engine<C> {
         Load {
             open: hub.slots.open(),
             parked: hub.slots.parked(),
+            idle: hub.slots.idle(),
             queued: hub.board.queued(),
             threads: Threads {
                 live: hub.crew.live(),
@@ -253,6 +256,14 @@ impl<C: Occupant> Engine<C> {
         if timers.len() > 2 * hub.slots.open() + slack {
             timers.retain(|Reverse((at, slot, generation))| hub.slots.is_live_timer(*at, *slot, *generation));
         }
+    }
+
+    /// Takes the parked connection that has waited idle, kept alive, for a
+    /// next request the longest (see [`Slots::take_idle`]), for the caller
+    /// to close: room for a client waiting to be accepted at
+    /// `max_connections`.
+    pub(crate) fn take_idle(&self) -> Option<C> {
+        self.lock().slots.take_idle()
     }
 
     /// The next connection for the worker sitting at `seat` (which changes

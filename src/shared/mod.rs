@@ -61,7 +61,7 @@ pub(crate) use seats::Seat;
 pub(crate) use slots::Connection;
 
 use crate::config::Config;
-use crate::http1::Stop;
+use crate::http1::{LINGER, Stop};
 use crate::net::Listener;
 use crate::stats::Counters;
 use crate::sys::ThreadRef;
@@ -74,6 +74,29 @@ pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 /// Pause after a failed readiness wait, so a broken readiness set does not
 /// turn into a busy loop.
 const POLL_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Why the server closes a connection waiting for a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CloseWhy {
+    /// Its deadline passed (idle, or for its first head).
+    TimedOut,
+    /// Kept alive and idle, it makes room for a new client at
+    /// `max_connections`.
+    Room,
+}
+
+/// What became of a connection waiting for a request that the server set
+/// out to close (see [`Shared::close_idle`]).
+pub(crate) enum IdleClose {
+    /// Closed; its slot is free.
+    Closed,
+    /// Its write side is shut, and it is parked to read and discard what
+    /// still comes (its slot is freed when that ends).
+    Lingering,
+    /// A request had come after all (or bytes, while lingering): for a
+    /// worker to serve.
+    Serve(Box<Connection>),
+}
 
 /// State shared by the workers, the monitor and the server handle.
 pub(crate) struct Shared {
@@ -278,6 +301,45 @@ impl Shared {
         drop(conn);
         self.engine.free(slot);
         self.counters.closed();
+    }
+
+    /// Closes a connection waiting for a request, for `why`. Its client
+    /// may have sent one all the same, just now, before a worker read it:
+    /// closing a socket with input unread makes the kernel reset the
+    /// connection, and the client's request fails with a reset rather than
+    /// meeting the end of stream a pooled client retries on (RFC 9112
+    /// §9.3.1). So a request already in the socket is served: the
+    /// connection is returned, for a worker. Else the write side shuts
+    /// (over TLS after close_notify, best effort), so that the end of
+    /// stream reaches the client before any reset, and one that arrived
+    /// meanwhile is lingered over. A Unix domain socket always lingers:
+    /// closed with input unread, it fails the peer's next read with a
+    /// reset even after the end of stream, so a request sent between the
+    /// look and the close would still meet one.
+    pub(crate) fn close_idle(&self, mut conn: Box<Connection>, now: Instant, why: CloseWhy) -> IdleClose {
+        if conn.stream.has_pending_input() {
+            return IdleClose::Serve(conn);
+        }
+        match why {
+            CloseWhy::TimedOut => {
+                debug!("{}: closing after timeout", conn.peer);
+                self.counters.timeout();
+            }
+            CloseWhy::Room => {
+                debug!("{}: closing an idle connection to make room for a new client", conn.peer);
+                self.counters.reclaimed();
+            }
+        }
+        conn.stream.shutdown_write();
+        if conn.stream.is_unix() || conn.stream.has_pending_input() {
+            conn.state.linger_after_answer(now + LINGER);
+            return match self.park(conn) {
+                Some(conn) => IdleClose::Serve(conn),
+                None => IdleClose::Lingering,
+            };
+        }
+        self.close(conn);
+        IdleClose::Closed
     }
 
     /// Wakes the worker waiting for readiness at `seat`.

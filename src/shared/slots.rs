@@ -42,6 +42,12 @@ pub(crate) trait Occupant {
     fn seat(&self) -> usize;
     /// An event said its input has ended (see [`Connection::input_ended`]).
     fn input_ended(&mut self) {}
+    /// True when it waits, kept alive, for a next request of which nothing
+    /// has come: it may be closed to make room for a new client (see
+    /// [`Slots::take_idle`]). Asked when it parks.
+    fn idle_kept_alive(&self) -> bool {
+        false
+    }
 }
 
 /// A connection moves between its slot, the ready lists and workers as a
@@ -62,6 +68,10 @@ impl<T: Occupant> Occupant for Box<T> {
     fn input_ended(&mut self) {
         (**self).input_ended();
     }
+
+    fn idle_kept_alive(&self) -> bool {
+        (**self).idle_kept_alive()
+    }
 }
 
 impl Occupant for Connection {
@@ -79,6 +89,10 @@ impl Occupant for Connection {
 
     fn input_ended(&mut self) {
         self.input_ended = true;
+    }
+
+    fn idle_kept_alive(&self) -> bool {
+        self.state.idle_kept_alive()
     }
 }
 
@@ -152,7 +166,14 @@ enum Slot<C> {
         pending: bool,
         ended: bool,
     },
-    Parked(C),
+    /// `idle`: [`Occupant::idle_kept_alive`] when it parked (which does
+    /// not change while it is parked), kept here so that
+    /// [`Slots::take_idle`] scans the table without reaching into each
+    /// connection.
+    Parked {
+        conn: C,
+        idle: bool,
+    },
 }
 
 /// A deadline entry for the monitor's heap: (deadline, slot, generation).
@@ -171,6 +192,8 @@ pub(crate) struct Slots<C = Box<Connection>> {
     new_timers: Vec<Timer>,
     /// Connections in `Slot::Parked`.
     parked: usize,
+    /// Of those, the ones waiting idle, kept alive.
+    idle: usize,
 }
 
 impl<C: Occupant> Slots<C> {
@@ -182,6 +205,7 @@ impl<C: Occupant> Slots<C> {
             timer_at: Vec::new(),
             new_timers: Vec::with_capacity(256),
             parked: 0,
+            idle: 0,
         }
     }
 
@@ -192,6 +216,11 @@ impl<C: Occupant> Slots<C> {
 
     pub(crate) fn parked(&self) -> usize {
         self.parked
+    }
+
+    /// Parked connections waiting idle, kept alive, for a next request.
+    pub(crate) fn idle(&self) -> usize {
+        self.idle
     }
 
     /// A slot for a new connection, busy (the caller holds it): its index
@@ -221,7 +250,7 @@ impl<C: Occupant> Slots<C> {
             return None;
         }
         match &mut self.slots[slot as usize] {
-            Slot::Parked(_) => {
+            Slot::Parked { .. } => {
                 let mut conn = self.unpark(slot as usize)?;
                 if ended {
                     conn.input_ended();
@@ -268,8 +297,10 @@ impl<C: Occupant> Slots<C> {
                 self.new_timers.push((deadline, slot, generation));
             }
         }
-        self.slots[i] = Slot::Parked(conn);
+        let idle = conn.idle_kept_alive();
+        self.slots[i] = Slot::Parked { conn, idle };
         self.parked += 1;
+        self.idle += usize::from(idle);
         None
     }
 
@@ -299,7 +330,7 @@ impl<C: Occupant> Slots<C> {
             return None;
         }
         let deadline = match &self.slots[i] {
-            Slot::Parked(conn) => conn.deadline(),
+            Slot::Parked { conn, .. } => conn.deadline(),
             _ => None,
         };
         match deadline {
@@ -326,6 +357,20 @@ impl<C: Occupant> Slots<C> {
         self.generations.get(i) == Some(&generation) && self.timer_at[i] == Some(at)
     }
 
+    /// Takes the parked connection that has waited idle, kept alive, for a
+    /// next request the longest (whose deadline comes first; one with none
+    /// last), if any; its slot stays busy. A scan of the table, but only
+    /// when there is one.
+    pub(crate) fn take_idle(&mut self) -> Option<C> {
+        if self.idle == 0 {
+            return None;
+        }
+        let longest = (0..self.slots.len())
+            .filter(|&i| matches!(self.slots[i], Slot::Parked { idle: true, .. }))
+            .min_by_key(|&i| (self.timer_at[i].is_none(), self.timer_at[i]))?;
+        self.unpark(longest)
+    }
+
     /// Takes every parked connection (shutdown); their slots stay busy.
     pub(crate) fn take_parked(&mut self) -> Vec<C> {
         (0..self.slots.len()).filter_map(|i| self.unpark(i)).collect()
@@ -334,8 +379,9 @@ impl<C: Occupant> Slots<C> {
     /// Takes the connection parked in slot `i`, if any; the slot stays busy.
     fn unpark(&mut self, i: usize) -> Option<C> {
         match std::mem::replace(&mut self.slots[i], Slot::Busy { pending: false, ended: false }) {
-            Slot::Parked(conn) => {
+            Slot::Parked { conn, idle } => {
                 self.parked -= 1;
+                self.idle -= usize::from(idle);
                 Some(conn)
             }
             other => {
@@ -390,6 +436,53 @@ mod tests {
         assert!(slots.wake(token, false).is_none());
         let conn = slots.park(conn).expect("readable since");
         assert!(!conn.input_ended);
+    }
+
+    /// A stand-in occupant: its place, deadline and whether it waits idle.
+    struct Idle((u32, u32), Option<Instant>, bool);
+
+    impl Occupant for Idle {
+        fn place(&self) -> (u32, u32) {
+            self.0
+        }
+        fn deadline(&self) -> Option<Instant> {
+            self.1
+        }
+        fn seat(&self) -> usize {
+            0
+        }
+        fn idle_kept_alive(&self) -> bool {
+            self.2
+        }
+    }
+
+    /// Room at `max_connections` is made from the idle kept-alive
+    /// connections only, the one idle longest (earliest deadline) first,
+    /// one without a deadline last.
+    #[test]
+    fn idle_connections_are_taken_to_make_room_longest_idle_first() {
+        let mut slots = Slots::new();
+        let now = Instant::now();
+        let at = |s: u64| Some(now + std::time::Duration::from_secs(s));
+        assert!(slots.take_idle().is_none());
+        // Slot 0 is mid-request (its deadline comes first, but it is not
+        // idle); the others idle, due at 5, 3, never and 4.
+        let parked = [(at(1), false), (at(5), true), (at(3), true), (None, true), (at(4), true)];
+        for (deadline, idle) in parked {
+            let place = slots.take();
+            assert!(slots.park(Idle(place, deadline, idle)).is_none());
+        }
+        let mut order = Vec::new();
+        while let Some(conn) = slots.take_idle() {
+            order.push(conn.0.0);
+        }
+        assert_eq!(order, [2, 4, 1, 3]);
+        assert_eq!(slots.parked(), 1, "the connection mid-request is never taken");
+        // Taken by an event instead, an idle one is no longer counted.
+        let place = slots.take();
+        assert!(slots.park(Idle(place, at(2), true)).is_none());
+        assert!(slots.wake(token(place.0, place.1), false).is_some());
+        assert!(slots.take_idle().is_none());
     }
 
     #[test]
