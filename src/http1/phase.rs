@@ -140,6 +140,13 @@ impl Phase {
         }
     }
 
+    /// True while a kept-alive connection waits for its next request (its
+    /// first served).
+    #[inline]
+    pub(crate) fn waits_kept_alive(&self) -> bool {
+        matches!(self.0, State::Waiting { first: false, .. })
+    }
+
     /// A head has begun: a connection waiting for a request starts its head
     /// clock — from its accept for its first request, else from `now`.
     #[inline]

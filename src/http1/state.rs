@@ -171,10 +171,12 @@ impl ConnState {
     }
 
     /// True when it waits for a next request on a kept-alive connection
-    /// (not its first), and nothing of one has come: a server short of
-    /// connections may close it (RFC 9112 §9.5).
+    /// (not its first), and nothing of one has come (at a turn's end the
+    /// first byte of a head moves it to the head phase: see
+    /// [`ConnState::begin_head`]): a server short of connections may close
+    /// it (RFC 9112 §9.5).
     pub(crate) fn idle_kept_alive(&self) -> bool {
-        self.phase.kind() == (super::phase::Kind::Waiting { first: false }) && self.awaits_request()
+        self.phase.waits_kept_alive()
     }
 
     /// True when received bytes wait to be parsed.
