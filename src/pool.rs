@@ -4,7 +4,7 @@
 //! seat needs a thread and none is idle — its worker is inside a handler
 //! that blocks — another is started for it, up to `max_workers` in all; an
 //! extra thread that then waits idle for `worker_idle_timeout` retires. The
-//! counts and the decisions are in [`Crew`](crate::shared::Crew); this
+//! counts and the decisions are in [`Crew`](crate::shared::crew::Crew); this
 //! module starts the threads and runs them.
 
 use std::io;

@@ -195,9 +195,9 @@ impl Server {
     }
 
     /// Open connections at most. When a new client finds this many open,
-    /// the idle keep-alive connection that has waited longest for its next
-    /// request is closed to make room for it, as nginx does (its write side
-    /// first; a request found in its socket is served instead). With none
+    /// an idle keep-alive connection is closed to make room for it, as
+    /// nginx does: one idle for a while rather than one just answered (its
+    /// write side first; a request found in its socket is served instead). With none
     /// idle, the server stops accepting until one closes (or answers `503`,
     /// see [`Server::overload`]). A connection in the middle of a request,
     /// or one that has not sent its first, is never closed for room.

@@ -135,7 +135,7 @@ fn max_connections_caps_open_connections_until_one_closes() {
 }
 
 /// At `max_connections`, idle keep-alive connections make room for a new
-/// client, the one idle longest first, long before their idle timeout:
+/// client, long before their idle timeout:
 /// else clients that keep their idle connections open (or send a request
 /// on each just before the timeout) keep new ones out.
 #[test]
@@ -157,8 +157,9 @@ fn idle_keep_alive_connections_make_room_for_new_clients_at_max_connections() {
     let mut third = connect(addr);
     send(&mut third, &get("/3"));
     assert_eq!(read_reply(&mut third, false).unwrap().body, b"/3");
-    // The connection idle longest was closed for it, with the end of
-    // stream; the other is still served.
+    // One was closed for it, with the end of stream (the first: in a fresh
+    // server it has the first slot, where the search begins); the other is
+    // still served.
     assert!(closed(&mut first));
     send(&mut second, &get("/2"));
     assert_eq!(read_reply(&mut second, false).unwrap().body, b"/2");

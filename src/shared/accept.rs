@@ -174,9 +174,9 @@ impl Shared {
             && (ignore_queue || load.queued.saturating_sub(taken_next) < self.config.queue_depth)
     }
 
-    /// At `max_connections`, closes the connection that has waited idle,
-    /// kept alive, the longest, to make room for a client taken from the
-    /// backlog, as nginx does when it runs out of connections: a server may
+    /// At `max_connections`, closes a connection waiting idle, kept alive
+    /// (one idle for a while: see [`super::slots::Slots::take_idle`]), to make room for
+    /// a client taken from the backlog, as nginx does when it runs out of connections: a server may
     /// close an idle connection at any time (RFC 9112 §9.5), and a pooled
     /// client opens another when it needs one. Else clients that keep idle
     /// connections open would keep new ones out until the idle timeout, and

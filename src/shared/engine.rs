@@ -258,9 +258,9 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
-    /// Takes the parked connection that has waited idle, kept alive, for a
-    /// next request the longest (see [`Slots::take_idle`]), for the caller
-    /// to close: room for a client waiting to be accepted at
+    /// Takes a parked connection waiting idle, kept alive, for a next
+    /// request (one idle for a while: see [`Slots::take_idle`]), for the
+    /// caller to close: room for a client waiting to be accepted at
     /// `max_connections`.
     pub(crate) fn take_idle(&self) -> Option<C> {
         self.lock().slots.take_idle()
