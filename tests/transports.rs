@@ -154,6 +154,58 @@ fn a_unix_socket_client_waits_for_the_idle_connection_closed_for_it_to_end_its_l
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// One idle connection is closed for a client that waits for its linger,
+/// not one more at each accept pass meanwhile: each worker runs a pass
+/// after serving, and such a pass used to close the next idle connection
+/// for the same client (here the one served just before it).
+#[test]
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_for_it() {
+    use std::io::{BufReader, Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    use common::PATIENCE;
+
+    let dir = std::env::temp_dir().join(format!("httpool-test-room-once-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let server = Server::bind_unix(&path)
+        .unwrap()
+        .max_connections(2)
+        .idle_timeout(std::time::Duration::from_secs(3600))
+        .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+        .unwrap();
+    let open = |path: &std::path::Path| {
+        let stream = UnixStream::connect(path).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        (stream.try_clone().unwrap(), BufReader::new(stream))
+    };
+    let (idle, mut idle_reader) = open(&path);
+    let (mut kept, mut kept_reader) = open(&path);
+    for (conn, reader, path) in [(&idle, &mut idle_reader, "/idle"), (&kept, &mut kept_reader, "/kept")] {
+        (&*conn).write_all(&get(path)).unwrap();
+        assert_eq!(read_reply(reader, false).unwrap().body, path.as_bytes());
+    }
+    let (mut new, mut new_reader) = open(&path);
+    new.write_all(&get("/new")).unwrap();
+    // The connection idle longest meets the end of stream; its client
+    // keeps it open, so its close lingers.
+    let mut rest = Vec::new();
+    assert_eq!(idle_reader.read_to_end(&mut rest).unwrap(), 0);
+    for _ in 0..2 {
+        kept.write_all(&get("/kept")).unwrap();
+        assert_eq!(read_reply(&mut kept_reader, false).unwrap().body, b"/kept");
+    }
+    drop((idle, idle_reader));
+    assert_eq!(read_reply(&mut new_reader, false).unwrap().body, b"/new");
+    let stats = server.stats();
+    assert_eq!((stats.accepted, stats.reclaimed, stats.timeouts), (3, 1, 0));
+    drop((kept, kept_reader, new, new_reader));
+    assert!(server.shutdown());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[cfg(feature = "tls")]
 mod tls {
     use std::io::{BufReader, Read, Write};

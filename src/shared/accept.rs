@@ -49,12 +49,28 @@ struct Door {
     /// for, still waiting for it (the idle connection closed for it
     /// lingers): the next pass admits it before any other.
     next: Option<(Stream, Peer)>,
+    /// The idle connection closed for `next` lingers: its slot frees up
+    /// when the linger ends, and meanwhile no other is closed for it (each
+    /// pass would close one more).
+    room_coming: bool,
+}
+
+/// What [`Shared::make_room`] did for a client at `max_connections`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Room {
+    /// A slot is free.
+    Made,
+    /// The connection closed for it lingers: a slot frees up when the
+    /// linger ends.
+    Coming,
+    /// No idle connection could be closed.
+    Lacking,
 }
 
 impl Accepting {
     pub(crate) fn new(listener: Listener) -> Accepting {
         Accepting {
-            door: Mutex::new(Door { listener: Some(listener), next: None }),
+            door: Mutex::new(Door { listener: Some(listener), next: None, room_coming: false }),
             one: OnePass::default(),
             waiting: AtomicBool::new(false),
             paused_until: Mutex::new(None),
@@ -97,7 +113,7 @@ impl Shared {
     /// than `max_connections` open.
     fn accept_until_empty(&self, seat: usize, last: bool, taken_next: usize) {
         let mut door = self.accepting.door.lock().unwrap_or_else(PoisonError::into_inner);
-        let Door { listener: Some(listener), next } = &mut *door else { return };
+        let Door { listener: Some(listener), next, room_coming } = &mut *door else { return };
         let mut date = None;
         for accepted in 0.. {
             if last && accepted == LAST_ACCEPTS {
@@ -146,11 +162,20 @@ impl Shared {
                     }
                 },
             };
-            if saturated && !self.make_room(last, taken_next) {
+            let coming = std::mem::take(room_coming);
+            let room = if !saturated {
+                Room::Made
+            } else if coming {
+                Room::Coming
+            } else {
+                self.make_room(last, taken_next)
+            };
+            if room != Room::Made {
                 if wait {
                     // Its room comes when the close made for it ends its
                     // linger, or when a connection closes.
                     *next = Some((stream, peer));
+                    *room_coming = room == Room::Coming;
                     self.accepting.waiting.store(true, Ordering::Release);
                     return;
                 }
@@ -180,22 +205,21 @@ impl Shared {
     /// close an idle connection at any time (RFC 9112 §9.5), and a pooled
     /// client opens another when it needs one. Else clients that keep idle
     /// connections open would keep new ones out until the idle timeout, and
-    /// one that sends a request on each just before it, for ever. Returns
-    /// true when a slot was freed. One found to have a request after all
-    /// is served instead, and the next tried, a few at most. A close that
-    /// lingers (a Unix socket, or bytes that came as it closed) frees its
-    /// slot when the linger ends, and whoever closes it then takes up the
-    /// accept held back meanwhile. (`ignore_queue`, `taken_next`: see
-    /// [`Shared::room_to_make`].)
-    fn make_room(&self, ignore_queue: bool, taken_next: usize) -> bool {
+    /// one that sends a request on each just before it, for ever. One found
+    /// to have a request after all is served instead, and the next tried, a
+    /// few at most. A close that lingers (a Unix socket, or bytes that came
+    /// as it closed) frees its slot when the linger ends ([`Room::Coming`]),
+    /// and whoever closes it then takes up the accept held back meanwhile.
+    /// (`ignore_queue`, `taken_next`: see [`Shared::room_to_make`].)
+    fn make_room(&self, ignore_queue: bool, taken_next: usize) -> Room {
         if !self.room_to_make(ignore_queue, taken_next) {
-            return false;
+            return Room::Lacking;
         }
         for _ in 0..ROOM_TRIES {
-            let Some(conn) = self.engine.take_idle() else { return false };
+            let Some(conn) = self.engine.take_idle() else { return Room::Lacking };
             match self.close_idle(conn, Instant::now(), CloseWhy::Room) {
-                IdleClose::Closed => return true,
-                IdleClose::Lingering => return false,
+                IdleClose::Closed => return Room::Made,
+                IdleClose::Lingering => return Room::Coming,
                 IdleClose::Serve(conn) => {
                     let seat = conn.seat;
                     self.requeue(conn);
@@ -203,7 +227,7 @@ impl Shared {
                 }
             }
         }
-        false
+        Room::Lacking
     }
 
     /// True while accepts are paused after an error (an accept then waits
@@ -307,6 +331,7 @@ impl Shared {
         // A client still waiting for room goes the way of those left in
         // the backlog.
         door.next = None;
+        door.room_coming = false;
     }
 
     /// When an accept waiting for the end of a pause should run.
