@@ -197,7 +197,9 @@ impl Server {
     /// Open connections at most. When a new client finds this many open,
     /// an idle keep-alive connection is closed to make room for it, as
     /// nginx does: one idle for a while rather than one just answered (its
-    /// write side first; a request found in its socket is served instead). With none
+    /// write side first; a request found in its socket is served instead).
+    /// When that close lingers (a Unix socket always does), the client
+    /// waits for it, up to 2 s, under [`Overload::Reject`] too. With none
     /// idle, the server stops accepting until one closes (or answers `503`,
     /// see [`Server::overload`]). A connection in the middle of a request,
     /// or one that has not sent its first, is never closed for room.

@@ -206,6 +206,55 @@ fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_fo
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Under `Overload::Reject`, a client for whom an idle connection was
+/// closed waits for that close's linger (a Unix socket always lingers) and
+/// is served. It used to be refused with `503` while the idle connection
+/// was closed all the same: each new client cost an idle connection and
+/// was served none the better.
+#[test]
+#[cfg(any(target_os = "linux", target_vendor = "apple"))]
+fn under_reject_a_client_waits_for_the_lingering_close_made_for_it() {
+    use std::io::{BufReader, Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    use common::PATIENCE;
+
+    let dir = std::env::temp_dir().join(format!("httpool-test-room-reject-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let _ = std::fs::remove_file(&path);
+    let server = Server::bind_unix(&path)
+        .unwrap()
+        .max_connections(1)
+        .overload(httpool::Overload::Reject { retry_after: std::time::Duration::from_secs(1) })
+        .idle_timeout(std::time::Duration::from_secs(3600))
+        .spawn(|req: &mut Request| Response::text(req.path().to_string()))
+        .unwrap();
+    let open = |path: &std::path::Path| {
+        let stream = UnixStream::connect(path).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        (stream.try_clone().unwrap(), BufReader::new(stream))
+    };
+    let (mut idle, mut idle_reader) = open(&path);
+    idle.write_all(&get("/idle")).unwrap();
+    assert_eq!(read_reply(&mut idle_reader, false).unwrap().body, b"/idle");
+    // Answered, it may not be parked yet (not idle): a client then is
+    // refused.
+    common::wait_for(&server, "the idle connection to park", |s| s.parked == 1);
+    let (mut new, mut new_reader) = open(&path);
+    new.write_all(&get("/new")).unwrap();
+    let mut rest = Vec::new();
+    assert_eq!(idle_reader.read_to_end(&mut rest).unwrap(), 0);
+    drop((idle, idle_reader));
+    let reply = read_reply(&mut new_reader, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, b"/new".as_slice()));
+    let stats = server.stats();
+    assert_eq!((stats.accepted, stats.reclaimed, stats.rejected), (2, 1, 0));
+    drop((new, new_reader));
+    assert!(server.shutdown());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[cfg(feature = "tls")]
 mod tls {
     use std::io::{BufReader, Read, Write};

@@ -171,7 +171,10 @@ impl Shared {
                 self.make_room(last, taken_next)
             };
             if room != Room::Made {
-                if wait {
+                // A client for whom a close lingers waits for it under
+                // `Overload::Reject` too: refused, it would have cost an
+                // idle connection for nothing.
+                if wait || room == Room::Coming {
                     // Its room comes when the close made for it ends its
                     // linger, or when a connection closes.
                     *next = Some((stream, peer));
