@@ -154,6 +154,8 @@ fn idle_keep_alive_connections_make_room_for_new_clients_at_max_connections() {
         send(conn, &get(path));
         assert_eq!(read_reply(conn, false).unwrap().body, path.as_bytes());
     }
+    // Both idle, parked in the order they were answered.
+    wait_for(&server, "both connections to park", |s| s.parked == 2);
     let mut third = connect(addr);
     send(&mut third, &get("/3"));
     assert_eq!(read_reply(&mut third, false).unwrap().body, b"/3");
@@ -185,6 +187,9 @@ fn under_reject_an_idle_connection_makes_room_and_a_busy_one_does_not() {
     let mut idle = connect(addr);
     send(&mut idle, &get("/"));
     assert_eq!(read_reply(&mut idle, false).unwrap().status, 200);
+    // Answered, it may not be parked yet (not idle): a client then is
+    // refused.
+    wait_for(&server, "the idle connection to park", |s| s.parked == 1);
     let mut next = connect(addr);
     // Part of its next head: not idle, never closed for room.
     send(&mut next, &[get("/").as_slice(), b"GET / HTTP/1.1\r\n"].concat());

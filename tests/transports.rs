@@ -187,6 +187,8 @@ fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_fo
         (&*conn).write_all(&get(path)).unwrap();
         assert_eq!(read_reply(reader, false).unwrap().body, path.as_bytes());
     }
+    // Both idle, parked in the order they were answered.
+    common::wait_for(&server, "both connections to park", |s| s.parked == 2);
     let (mut new, mut new_reader) = open(&path);
     new.write_all(&get("/new")).unwrap();
     // The connection idle longest meets the end of stream; its client
