@@ -16,9 +16,11 @@
 //!   became readable): order *poll → hub*.
 //! - A seat's **listener watch** mutex is taken alone, after the poll is
 //!   let go (`listener_reported`) or by an accept pass (`rearm_listener`).
-//! - The **listener** mutex is taken by accept passes (one at a time) and by
-//!   the close at shutdown; an accept pass takes the hub to admit a
-//!   connection, a seat's listener watch to re-arm it, and pauses after
+//! - The **listener** mutex (`Door`: the listener, and a client waiting
+//!   for room at `max_connections`) is taken by accept passes (one at a
+//!   time) and by the close at shutdown; an accept pass takes the hub to
+//!   admit a connection, or to take an idle one and close or park it to
+//!   make room, a seat's listener watch to re-arm it, and pauses after
 //!   `EMFILE` under a mutex of its own: order *listener → hub*,
 //!   *listener → listener watch*, *listener → pause*.
 //! - The pool's **handle list** (`pool.rs`) is taken alone: by the monitor
