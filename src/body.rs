@@ -564,8 +564,9 @@ impl<'a> Body<'a> {
     }
 
     /// [`Body::drain`]; `upgrading`: before a protocol switch, which no
-    /// answer made without the body can stand for, so a wait refused for
-    /// want of a place (`Busy`) stays the body's failure (`503`).
+    /// answer made without the body can stand for, so how the read failed
+    /// stays the body's failure: a wait refused for want of a place
+    /// (`Busy`, `503`), a read that timed out (`408`).
     fn discard_rest(&mut self, max: u64, upgrading: bool) -> bool {
         if self.send_continue {
             // The client waits for 100 before sending; it was never asked.
@@ -583,11 +584,11 @@ impl<'a> Body<'a> {
             if self.read(&mut scratch).is_err() {
                 // Out of patience for a body the handler did not want, or no
                 // place left to wait for it: its response stands, and the
-                // connection closes after it (before an upgrade, no place
-                // left is answered 503 in its stead).
+                // connection closes after it. Before an upgrade there is no
+                // response to stand: the failure is answered in its stead.
                 let patience_ran_out =
                     self.error == Some(BodyError::TimedOut) && whole.is_none_or(|d| d > Instant::now());
-                if patience_ran_out || (self.error == Some(BodyError::Busy) && !upgrading) {
+                if !upgrading && (patience_ran_out || self.error == Some(BodyError::Busy)) {
                     self.error = None;
                 }
                 return false;

@@ -1456,6 +1456,39 @@ fn an_upgrade_whose_body_is_too_long_to_read_first_is_refused() {
     assert!(early.is_empty());
 }
 
+/// A body that stops coming before the switch (the client sends part of
+/// it, then nothing until the reads time out) is answered `408 Request
+/// Timeout`, as any body read that timed out is (RFC 9110 §15.5.9): the
+/// switch is off, the closure never runs and the connection closes. It was
+/// `413 Content Too Large`: the read before the switch forgave the timeout
+/// as the drain after an ordinary answer does (that answer stands without
+/// the body), and the body left unread was taken for one too long to read.
+/// Whether or not the handler began reading it.
+#[test]
+fn an_upgrade_whose_body_stops_coming_is_a_408() {
+    let handler = |req: &mut Request<'_>| {
+        if req.path() == "/read" {
+            let mut byte = [0u8; 1];
+            assert_eq!(req.body().read(&mut byte).unwrap(), 1);
+        }
+        Response::upgrade(|_| {}).with_header("Upgrade", "ping")
+    };
+    for path in ["/", "/read"] {
+        let head = UPGRADE_HEAD.replacen("POST / ", &format!("POST {path} "), 1);
+        // Chunked, and nothing collected before the handler runs: the
+        // handler is called with the body still coming.
+        let first = format!("{head}Transfer-Encoding: chunked\r\n\r\n5\r\nhe");
+        let config = Config { body_buffer_bytes: 0, ..Config::default() };
+        let r = run_with(config, &handler, &[first.as_bytes()], false);
+        assert_eq!(
+            r.wire,
+            "HTTP/1.1 408 Request Timeout\r\nDate: D\r\nContent-Type: text/plain; charset=utf-8\r\n\
+             Content-Length: 15\r\nConnection: close\r\n\r\nRequest Timeout",
+            "{path}"
+        );
+    }
+}
+
 /// A client that sends nothing but empty lines, faster than the worker reads
 /// them, has a bounded turn like any other: the worker yields after its
 /// share of bytes (it used to read on for as long as the lines came, the
