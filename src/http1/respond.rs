@@ -68,6 +68,13 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     if let Some(on_upgrade) = resp.upgrade.take() {
         return upgrade(conn, io, cx, on_upgrade);
     }
+    // An upgrade not made (the body before it not read, the handler's
+    // `101` refused) gives back the place reading its body took, before
+    // its answer and lingering close: held to the end of the turn, it
+    // would turn other upgrades away meanwhile.
+    if head.upgrade {
+        io.end_upgrade();
+    }
     let then = match keep_alive {
         true => Then::KeepAlive,
         // Part of the body is still to come, or requests were pipelined

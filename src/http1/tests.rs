@@ -1489,6 +1489,42 @@ fn an_upgrade_whose_body_stops_coming_is_a_408() {
     }
 }
 
+/// An upgrade taken a place for (`Server::max_upgrades`) but then not
+/// made gives the place back before its answer goes out: when the body
+/// before it was too long to read first (`413`), stopped coming (`408`),
+/// or the handler's `101` was refused (an invalid header: `500`). It was
+/// held until the transport was dropped at the end of the worker's turn,
+/// after the answer and its lingering close (at shutdown up to `LINGER`),
+/// and other upgrades got `503` meanwhile. (The Script outlives the turn:
+/// a place still held when it is over was held through all of it.)
+#[test]
+fn an_upgrade_not_made_gives_its_place_back_at_once() {
+    let handler = |req: &mut Request<'_>| {
+        let upgrade = Response::upgrade(|_| {}).with_header("Upgrade", "ping");
+        match req.path() {
+            "/invalid" => upgrade.with_header("X", "a\r\nb"),
+            _ => upgrade,
+        }
+    };
+    let chunked = "Transfer-Encoding: chunked\r\n\r\n";
+    let cases = [
+        ("/", format!("{chunked}9\r\n123456789\r\n0\r\n\r\n"), "HTTP/1.1 413 Content Too Large\r\n"),
+        ("/", format!("{chunked}5\r\nhe"), "HTTP/1.1 408 Request Timeout\r\n"),
+        ("/invalid", format!("{chunked}0\r\n\r\n"), "HTTP/1.1 500 Internal Server Error\r\n"),
+    ];
+    for (path, rest, answer) in cases {
+        let head = UPGRADE_HEAD.replacen("POST / ", &format!("POST {path} "), 1);
+        let config = Config { body_buffer_bytes: 0, max_drain_bytes: 4, ..Config::default() };
+        let mut s = Served::with_config(&handler, config);
+        let mut io = Script::new(&[format!("{head}{rest}").as_bytes()]);
+        io.patient = true;
+        s.run(&mut io, None);
+        let wire = redact_dates(&io.written);
+        assert!(wire.starts_with(answer), "{path} {rest:?}: {wire}");
+        assert!(!io.upgrade_held, "{path} {rest:?}: the place is still held");
+    }
+}
+
 /// A client that sends nothing but empty lines, faster than the worker reads
 /// them, has a bounded turn like any other: the worker yields after its
 /// share of bytes (it used to read on for as long as the lines came, the
