@@ -335,9 +335,21 @@ pub struct Body<'a> {
     deadline: Option<Instant>,
     send_continue: bool,
     error: Option<BodyError>,
-    /// What [`Body::settle`] found, once it has run: whether the body was
-    /// read to its end.
-    settled: Option<bool>,
+    /// The failure in `error` is one an answer that stands without the body
+    /// forgives (out of patience, no place to wait): kept before an
+    /// upgrade, it is cleared if the answer turns out not to switch.
+    forgivable: bool,
+    /// What [`Body::settle`] found, once it has run.
+    settled: Option<Settled>,
+}
+
+/// What [`Body::settle`] found, and for which answer.
+#[derive(Clone, Copy, Debug)]
+struct Settled {
+    /// The body was read before a protocol switch.
+    upgrading: bool,
+    /// The body was read to its end.
+    done: bool,
 }
 
 /// The bounds one body is read under.
@@ -400,6 +412,7 @@ impl<'a> Body<'a> {
             deadline: None,
             send_continue,
             error: None,
+            forgivable: false,
             settled: None,
         }
     }
@@ -588,7 +601,8 @@ impl<'a> Body<'a> {
                 // response to stand: the failure is answered in its stead.
                 let patience_ran_out =
                     self.error == Some(BodyError::TimedOut) && whole.is_none_or(|d| d > Instant::now());
-                if !upgrading && (patience_ran_out || self.error == Some(BodyError::Busy)) {
+                self.forgivable = patience_ran_out || self.error == Some(BodyError::Busy);
+                if self.forgivable && !upgrading {
                     self.error = None;
                 }
                 return false;
@@ -612,6 +626,8 @@ impl<'a> Body<'a> {
             return false;
         }
         if self.send_continue && self.send_continue().is_err() {
+            // An answer that does not switch would not have asked for it.
+            self.forgivable = self.error != Some(BodyError::Io);
             return false;
         }
         self.discard_rest(max, true)
@@ -621,9 +637,12 @@ impl<'a> Body<'a> {
     /// with it: before a protocol switch (`upgrading`) as
     /// [`Body::drain_before_upgrade`], else as [`Body::drain`], up to the
     /// server's `max_drain_bytes`. True when the body was read to its end.
-    /// Runs once: a later call returns the first one's answer (the access
-    /// log settles the body before the connection loop does, so as to log
-    /// the answer a failure here puts in the handler's place).
+    /// Reads once: a later call for the same answer returns the first one's
+    /// answer (the access log settles the body before the connection loop
+    /// does, so as to log the answer a failure here puts in the handler's
+    /// place). A handler around the access log may change whether the
+    /// answer switches: a later call for the other kind settles the body
+    /// again for it (see [`Body::settle_rest`]).
     ///
     /// Before an upgrade it first takes a place for the upgraded
     /// connection ([`Transport::begin_upgrade`]); with none left the
@@ -632,23 +651,46 @@ impl<'a> Body<'a> {
     #[inline]
     pub(crate) fn settle(&mut self, upgrading: bool) -> bool {
         match self.settled {
-            Some(done) => done,
             // The common case, on every request: nothing left to read.
             None if !upgrading && self.is_complete() => true,
-            None => self.settle_rest(upgrading),
+            Some(s) if s.upgrading == upgrading => s.done,
+            _ => self.settle_rest(upgrading),
         }
     }
 
-    /// [`Body::settle`] when there is something to read.
+    /// [`Body::settle`] when there is something to read, or when it was
+    /// settled for the other kind of answer. Settled for an ordinary
+    /// answer, the body is read on before a switch, as if for the first
+    /// time (the failures that answer forgave are met again, its patience
+    /// spent). Settled before a switch that is then not made, the place
+    /// is given back and the answer stands as any does: no place for the
+    /// switch, or a failure such an answer forgives, is no failure.
     #[inline(never)]
     fn settle_rest(&mut self, upgrading: bool) -> bool {
-        let max = self.bounds.max_drain;
-        let placed = upgrading && self.io.begin_upgrade();
-        let done = if placed { self.drain_before_upgrade(max) } else { self.is_complete() || self.drain(max) };
-        if upgrading && !placed && self.error.is_none() {
-            self.error = Some(BodyError::UpgradesFull);
-        }
-        self.settled = Some(done);
+        let before = self.settled;
+        let done = match before {
+            Some(before) if before.upgrading => {
+                self.io.end_upgrade();
+                if self.forgivable || self.error == Some(BodyError::UpgradesFull) {
+                    self.error = None;
+                }
+                before.done
+            }
+            _ => {
+                let max = self.bounds.max_drain;
+                let placed = upgrading && self.io.begin_upgrade();
+                let done = match before {
+                    _ if placed => self.drain_before_upgrade(max),
+                    Some(before) => before.done,
+                    None => self.is_complete() || self.drain(max),
+                };
+                if upgrading && !placed && self.error.is_none() {
+                    self.error = Some(BodyError::UpgradesFull);
+                }
+                done
+            }
+        };
+        self.settled = Some(Settled { upgrading, done });
         done
     }
 
