@@ -39,20 +39,11 @@ fn serves_a_listener_bound_by_the_caller() {
 #[test]
 #[cfg(unix)] // Unix domain sockets are Unix only.
 fn serves_a_unix_domain_socket() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::os::unix::net::UnixStream;
+    use std::io::{BufRead, Read, Write};
 
-    use common::PATIENCE;
-
-    let dir = std::env::temp_dir().join(format!("httpool-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let server = Server::bind_unix(&path).unwrap().workers(1).spawn(peer_handler).unwrap();
-    let stream = UnixStream::connect(&path).unwrap();
-    stream.set_read_timeout(Some(PATIENCE)).unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
+    let unix = common::UnixPath::new("serve");
+    let server = Server::bind_unix(&unix.path).unwrap().workers(1).spawn(peer_handler).unwrap();
+    let (mut writer, mut reader) = unix.open();
     for _ in 0..2 {
         writer.write_all(&get("/")).unwrap();
         let mut status = String::new();
@@ -68,7 +59,6 @@ fn serves_a_unix_domain_socket() {
         assert_eq!(&body, b"None");
     }
     assert!(server.shutdown());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The Unix-socket side of `no_request_lost.rs`'s idle-close race: a
@@ -79,26 +69,19 @@ fn serves_a_unix_domain_socket() {
 #[test]
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_stream_never_a_reset() {
-    use std::io::{BufReader, Write};
-    use std::os::unix::net::UnixStream;
+    use std::io::Write;
 
-    use common::{IdleRace, PATIENCE};
+    use common::IdleRace;
 
-    let dir = std::env::temp_dir().join(format!("httpool-test-race-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let server = Server::bind_unix(&path)
+    let unix = common::UnixPath::new("race");
+    let server = Server::bind_unix(&unix.path)
         .unwrap()
         .idle_timeout(std::time::Duration::ZERO)
         .spawn(|req: &mut Request| Response::text(req.path().to_string()))
         .unwrap();
     let mut race = IdleRace::default();
     for i in 0..300 {
-        let stream = UnixStream::connect(&path).unwrap();
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        let mut writer = stream.try_clone().unwrap();
-        let mut reader = BufReader::new(stream);
+        let (mut writer, mut reader) = unix.open();
         writer.write_all(&get("/first")).unwrap();
         assert_eq!(read_reply(&mut reader, false).unwrap().body, b"/first");
         // A write after the close may fail; what the read then meets counts.
@@ -106,7 +89,6 @@ fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_s
         race.judge(i, read_reply(&mut reader, false), "/second");
     }
     assert!(server.shutdown());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// At `max_connections` on a Unix socket, the idle connection closed to
@@ -116,30 +98,19 @@ fn a_unix_socket_request_racing_the_idle_close_is_answered_or_meets_the_end_of_s
 #[test]
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 fn a_unix_socket_client_waits_for_the_idle_connection_closed_for_it_to_end_its_linger() {
-    use std::io::{BufReader, Read, Write};
-    use std::os::unix::net::UnixStream;
+    use std::io::{Read, Write};
 
-    use common::PATIENCE;
-
-    let dir = std::env::temp_dir().join(format!("httpool-test-room-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let server = Server::bind_unix(&path)
+    let unix = common::UnixPath::new("room");
+    let server = Server::bind_unix(&unix.path)
         .unwrap()
         .max_connections(1)
         .idle_timeout(std::time::Duration::from_secs(3600))
         .spawn(|req: &mut Request| Response::text(req.path().to_string()))
         .unwrap();
-    let open = |path: &std::path::Path| {
-        let stream = UnixStream::connect(path).unwrap();
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        (stream.try_clone().unwrap(), BufReader::new(stream))
-    };
-    let (mut idle, mut idle_reader) = open(&path);
+    let (mut idle, mut idle_reader) = unix.open();
     idle.write_all(&get("/idle")).unwrap();
     assert_eq!(read_reply(&mut idle_reader, false).unwrap().body, b"/idle");
-    let (mut new, mut new_reader) = open(&path);
+    let (mut new, mut new_reader) = unix.open();
     new.write_all(&get("/new")).unwrap();
     // The idle connection meets the end of stream; its client closes.
     let mut rest = Vec::new();
@@ -151,7 +122,6 @@ fn a_unix_socket_client_waits_for_the_idle_connection_closed_for_it_to_end_its_l
     // Closed first, so that the shutdown does not linger over it.
     drop((new, new_reader));
     assert!(server.shutdown());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// One idle connection is closed for a client that waits for its linger,
@@ -161,38 +131,28 @@ fn a_unix_socket_client_waits_for_the_idle_connection_closed_for_it_to_end_its_l
 #[test]
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_for_it() {
-    use std::io::{BufReader, Read, Write};
-    use std::os::unix::net::UnixStream;
+    use std::io::{Read, Write};
 
-    use common::PATIENCE;
-
-    let dir = std::env::temp_dir().join(format!("httpool-test-room-once-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let server = Server::bind_unix(&path)
+    let unix = common::UnixPath::new("room-once");
+    let server = Server::bind_unix(&unix.path)
         .unwrap()
         .max_connections(2)
         .idle_timeout(std::time::Duration::from_secs(3600))
         .spawn(|req: &mut Request| Response::text(req.path().to_string()))
         .unwrap();
-    let open = |path: &std::path::Path| {
-        let stream = UnixStream::connect(path).unwrap();
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        (stream.try_clone().unwrap(), BufReader::new(stream))
-    };
-    let (idle, mut idle_reader) = open(&path);
-    let (mut kept, mut kept_reader) = open(&path);
+    let (idle, mut idle_reader) = unix.open();
+    let (mut kept, mut kept_reader) = unix.open();
     for (conn, reader, path) in [(&idle, &mut idle_reader, "/idle"), (&kept, &mut kept_reader, "/kept")] {
         (&*conn).write_all(&get(path)).unwrap();
         assert_eq!(read_reply(reader, false).unwrap().body, path.as_bytes());
     }
     // Both idle, parked in the order they were answered.
     common::wait_for(&server, "both connections to park", |s| s.parked == 2);
-    let (mut new, mut new_reader) = open(&path);
+    let (mut new, mut new_reader) = unix.open();
     new.write_all(&get("/new")).unwrap();
-    // The connection idle longest meets the end of stream; its client
-    // keeps it open, so its close lingers.
+    // The first connection in slot order (in a fresh server, the one
+    // idle longest) meets the end of stream; its client keeps it open, so
+    // its close lingers.
     let mut rest = Vec::new();
     assert_eq!(idle_reader.read_to_end(&mut rest).unwrap(), 0);
     for _ in 0..2 {
@@ -205,7 +165,6 @@ fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_fo
     assert_eq!((stats.accepted, stats.reclaimed, stats.timeouts), (3, 1, 0));
     drop((kept, kept_reader, new, new_reader));
     assert!(server.shutdown());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Under `Overload::Reject`, a client for whom an idle connection was
@@ -216,34 +175,23 @@ fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_fo
 #[test]
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 fn under_reject_a_client_waits_for_the_lingering_close_made_for_it() {
-    use std::io::{BufReader, Read, Write};
-    use std::os::unix::net::UnixStream;
+    use std::io::{Read, Write};
 
-    use common::PATIENCE;
-
-    let dir = std::env::temp_dir().join(format!("httpool-test-room-reject-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("sock");
-    let _ = std::fs::remove_file(&path);
-    let server = Server::bind_unix(&path)
+    let unix = common::UnixPath::new("room-reject");
+    let server = Server::bind_unix(&unix.path)
         .unwrap()
         .max_connections(1)
         .overload(httpool::Overload::Reject { retry_after: std::time::Duration::from_secs(1) })
         .idle_timeout(std::time::Duration::from_secs(3600))
         .spawn(|req: &mut Request| Response::text(req.path().to_string()))
         .unwrap();
-    let open = |path: &std::path::Path| {
-        let stream = UnixStream::connect(path).unwrap();
-        stream.set_read_timeout(Some(PATIENCE)).unwrap();
-        (stream.try_clone().unwrap(), BufReader::new(stream))
-    };
-    let (mut idle, mut idle_reader) = open(&path);
+    let (mut idle, mut idle_reader) = unix.open();
     idle.write_all(&get("/idle")).unwrap();
     assert_eq!(read_reply(&mut idle_reader, false).unwrap().body, b"/idle");
     // Answered, it may not be parked yet (not idle): a client then is
     // refused.
     common::wait_for(&server, "the idle connection to park", |s| s.parked == 1);
-    let (mut new, mut new_reader) = open(&path);
+    let (mut new, mut new_reader) = unix.open();
     new.write_all(&get("/new")).unwrap();
     let mut rest = Vec::new();
     assert_eq!(idle_reader.read_to_end(&mut rest).unwrap(), 0);
@@ -254,7 +202,6 @@ fn under_reject_a_client_waits_for_the_lingering_close_made_for_it() {
     assert_eq!((stats.accepted, stats.reclaimed, stats.rejected), (2, 1, 0));
     drop((new, new_reader));
     assert!(server.shutdown());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[cfg(feature = "tls")]

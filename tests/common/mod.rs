@@ -188,3 +188,36 @@ pub fn allow_descriptors(n: u64) {
     #[cfg(not(unix))]
     let _ = n;
 }
+
+/// A Unix socket path in a temporary directory of its own, named after
+/// the test, removed (with the directory) when this is dropped.
+#[cfg(unix)]
+pub struct UnixPath {
+    dir: std::path::PathBuf,
+    pub path: std::path::PathBuf,
+}
+
+#[cfg(unix)]
+impl UnixPath {
+    pub fn new(name: &str) -> UnixPath {
+        let dir = std::env::temp_dir().join(format!("httpool-test-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let _ = std::fs::remove_file(&path);
+        UnixPath { dir, path }
+    }
+
+    /// A client connection: a writer, and a reader over the same stream.
+    pub fn open(&self) -> (std::os::unix::net::UnixStream, BufReader<std::os::unix::net::UnixStream>) {
+        let stream = std::os::unix::net::UnixStream::connect(&self.path).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        (stream.try_clone().unwrap(), BufReader::new(stream))
+    }
+}
+
+#[cfg(unix)]
+impl Drop for UnixPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
