@@ -55,6 +55,19 @@ struct Door {
     room_coming: bool,
 }
 
+/// Whether an accept pass may admit a client now, from one look at the
+/// load (see [`Shared::pressure`]).
+#[derive(Clone, Copy, Debug)]
+struct Pressure {
+    /// No more connections should be admitted (`Overload`): the ready
+    /// lists are full or `max_connections` are open.
+    saturated: bool,
+    /// `max_connections` are open, some of them idle kept-alive
+    /// connections [`Shared::make_room`] may close, and the ready lists
+    /// have room for one more: room for a client would let it in.
+    room_to_make: bool,
+}
+
 /// What [`Shared::make_room`] did for a client at `max_connections`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Room {
@@ -125,14 +138,14 @@ impl Shared {
             if self.accept_paused() {
                 return;
             }
-            let saturated = self.is_saturated(last, taken_next);
+            let Pressure { saturated, room_to_make } = self.pressure(last, taken_next);
             let wait = last || self.config.overload == Overload::Wait;
             let (stream, peer) = match next.take() {
                 Some(client) => client,
                 // At `max_connections` with idle connections to close, the
                 // client is taken from the backlog first, then room made for
                 // it: none is closed when no client waits.
-                None if saturated && wait && !self.room_to_make(last, taken_next) => {
+                None if saturated && wait && !room_to_make => {
                     // Clients wait in the kernel backlog until room frees up.
                     self.accepting.waiting.store(true, Ordering::Release);
                     return;
@@ -167,8 +180,10 @@ impl Shared {
                 Room::Made
             } else if coming {
                 Room::Coming
+            } else if room_to_make {
+                self.make_room()
             } else {
-                self.make_room(last, taken_next)
+                Room::Lacking
             };
             if room != Room::Made {
                 // A client for whom a close lingers waits for it under
@@ -191,15 +206,14 @@ impl Shared {
         }
     }
 
-    /// True when `max_connections` are open, some of them idle kept-alive
-    /// connections [`Shared::make_room`] may close, and the ready lists
-    /// have room for one more (unless `ignore_queue`; `taken_next` as for
-    /// [`Shared::is_saturated`]): room for a client would let it in.
-    fn room_to_make(&self, ignore_queue: bool, taken_next: usize) -> bool {
+    /// One look at the load (one hub lock) for an accept pass: `ignore_queue`
+    /// at the last pass; `taken_next`: ready connections the caller itself
+    /// takes next (a worker's pass), which wait for no other worker.
+    fn pressure(&self, ignore_queue: bool, taken_next: usize) -> Pressure {
         let load = self.engine.load();
-        load.open >= self.config.max_connections
-            && load.idle > 0
-            && (ignore_queue || load.queued.saturating_sub(taken_next) < self.config.queue_depth)
+        let queue_full = !ignore_queue && load.queued.saturating_sub(taken_next) >= self.config.queue_depth;
+        let full = load.open >= self.config.max_connections;
+        Pressure { saturated: queue_full || full, room_to_make: full && !queue_full && load.idle > 0 }
     }
 
     /// At `max_connections`, closes a connection waiting idle, kept alive
@@ -213,11 +227,8 @@ impl Shared {
     /// few at most. A close that lingers (a Unix socket, or bytes that came
     /// as it closed) frees its slot when the linger ends ([`Room::Coming`]),
     /// and whoever closes it then takes up the accept held back meanwhile.
-    /// (`ignore_queue`, `taken_next`: see [`Shared::room_to_make`].)
-    fn make_room(&self, ignore_queue: bool, taken_next: usize) -> Room {
-        if !self.room_to_make(ignore_queue, taken_next) {
-            return Room::Lacking;
-        }
+    /// Called when the pass's [`Pressure`] found room to make.
+    fn make_room(&self) -> Room {
         for _ in 0..ROOM_TRIES {
             let Some(conn) = self.engine.take_idle() else { return Room::Lacking };
             match self.close_idle(conn, Instant::now(), CloseWhy::Room) {

@@ -148,17 +148,6 @@ impl Shared {
         self.engine.stopping_flag()
     }
 
-    /// True when no more connections should be admitted (`Overload`): the
-    /// ready lists are full (unless `ignore_queue`) or `max_connections` are
-    /// open.
-    /// `taken_next`: ready connections the caller itself takes next (a
-    /// worker's pass), which wait for no other worker.
-    fn is_saturated(&self, ignore_queue: bool, taken_next: usize) -> bool {
-        let load = self.engine.load();
-        (!ignore_queue && load.queued.saturating_sub(taken_next) >= self.config.queue_depth)
-            || load.open >= self.config.max_connections
-    }
-
     pub(crate) fn ticks(&self) -> u64 {
         self.ticks.load(Ordering::Relaxed)
     }
