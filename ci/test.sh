@@ -6,6 +6,10 @@ cargo fmt --check
 cargo clippy --all-targets --all-features -- -D warnings
 cargo test
 cargo test --all-features
+# Without the default features (no `log`, no `Router`): lints, and the
+# doctests, whose examples gate what they need.
+cargo clippy --all-targets --no-default-features -- -D warnings
+cargo test --doc --no-default-features
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --all-features
 # examples/notes, a crate of its own (SQLite is C): formatting, lints, its
 # tests through httpool::test; in the same target directory.
