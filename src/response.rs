@@ -287,7 +287,12 @@ impl Response {
     /// is written by the crate. The request must have asked for an upgrade
     /// (`Connection: upgrade` and `Upgrade` on HTTP/1.1), and the answer's
     /// `Upgrade` must name a protocol it offered (RFC 9110 §7.8), or the
-    /// client gets a `500`.
+    /// client gets a `500`. A request body the handler left unread is read
+    /// and discarded before the switch, as one is to keep a connection
+    /// ([`Server::max_drain_bytes`](crate::Server::max_drain_bytes), 64 KiB,
+    /// within a second): a larger one gets `413`, and one that stops coming
+    /// `408`, instead of the `101`. A handler that wants the body (an `h2c`
+    /// upgrade may carry one) reads it before it answers.
     ///
     /// ```
     /// use std::io::{Read, Write};

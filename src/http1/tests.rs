@@ -1456,6 +1456,33 @@ fn an_upgrade_whose_body_is_too_long_to_read_first_is_refused() {
     assert!(early.is_empty());
 }
 
+/// The way past that refusal the docs give: a handler that reads the body
+/// itself upgrades whatever its length (within its own limit); the drain's
+/// limit is for a body nobody read.
+#[test]
+fn an_upgrade_whose_handler_read_the_body_first_is_made_past_the_drain_limit() {
+    let config = Config { max_drain_bytes: 4, ..Config::default() };
+    let body = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (got, early) = (body.clone(), std::sync::Arc::new(std::sync::Mutex::new(Vec::new())));
+    let seen = early.clone();
+    let handler = move |req: &mut Request<'_>| {
+        *got.lock().unwrap() = req.read_body(100).unwrap();
+        let seen = seen.clone();
+        Response::upgrade(move |mut conn| {
+            let mut buf = [0u8; 4];
+            if conn.read_exact(&mut buf).is_ok() {
+                seen.lock().unwrap().extend_from_slice(&buf);
+            }
+        })
+        .with_header("Upgrade", "ping")
+    };
+    let head = [UPGRADE_HEAD.as_bytes(), b"Transfer-Encoding: chunked\r\n\r\n"].concat();
+    let r = run_with(config, &handler, &[&head, b"9\r\n123456789\r\n0\r\n\r\nPING"], false);
+    assert!(r.wire.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{}", r.wire);
+    assert_eq!(*body.lock().unwrap(), b"123456789");
+    assert_eq!(*early.lock().unwrap(), b"PING");
+}
+
 /// A body that stops coming before the switch (the client sends part of
 /// it, then nothing until the reads time out) is answered `408 Request
 /// Timeout`, as any body read that timed out is (RFC 9110 §15.5.9): the
