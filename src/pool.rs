@@ -27,8 +27,23 @@ pub(crate) trait Workers: Send + Sync {
     /// goes on with the threads it has.
     fn spawn_for(&self, seat: usize);
 
-    /// Joins every thread (after shutdown, once all have left their loop).
+    /// Joins every thread (after shutdown, once all have left their loop),
+    /// but the calling one when it is a worker of this pool (a handler
+    /// that stopped its own server): its handle is let go instead, and it
+    /// ends once the handler returns.
     fn join_all(&self);
+}
+
+thread_local! {
+    /// The server whose worker this thread is (the address of its
+    /// [`Shared`]), or 0.
+    static WORKER_OF: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// True on a worker thread of the server `shared` is of: a handler of it
+/// runs here.
+pub(crate) fn is_worker_of(shared: &Arc<Shared>) -> bool {
+    WORKER_OF.get() == Arc::as_ptr(shared) as usize
 }
 
 /// The join handles of a pool's threads. Apart from the pool: a retiring
@@ -90,6 +105,7 @@ impl<H: Handler> Pool<H> {
             .name(format!("httpool-worker-{n}"))
             .stack_size(self.shared.config.worker_stack_size)
             .spawn(move || {
+                WORKER_OF.set(Arc::as_ptr(&pool.shared) as usize);
                 let retired = work(&pool, seat, waiter);
                 // The pool, and the handler in it, is let go first: once
                 // `join_all` no longer waits for this thread, it holds
@@ -144,8 +160,12 @@ impl<H: Handler> Workers for Pool<H> {
 
     fn join_all(&self) {
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+        let me = thread::current().id();
         for handle in handles {
-            let _ = handle.join();
+            // A thread cannot join itself; dropped, its handle detaches it.
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
         }
     }
 }

@@ -722,9 +722,10 @@ impl ServerHandle {
     /// loop: their thread-local destructors — a handler's per-thread
     /// database connection, say — may still be running.)
     ///
-    /// A handler of this server that stops it uses a [`ShutdownSignal`]:
-    /// this call, made there, would wait for its own worker (until the
-    /// grace period is over, or for ever under `Duration::MAX`).
+    /// Called by a handler of this server, it waits for every thread but
+    /// the one it runs on, which ends once the handler returns (its answer
+    /// says `Connection: close`); `true` then means every other thread
+    /// ended. A handler that need not wait uses a [`ShutdownSignal`].
     pub fn shutdown(self) -> bool {
         self.signal().shutdown();
         self.join()
@@ -738,7 +739,10 @@ impl ServerHandle {
         }
         // A grace too long to add (`Duration::MAX`) waits without limit.
         let deadline = Instant::now().checked_add(self.shared.config.shutdown_grace);
-        let all = self.shared.wait_for_workers(deadline);
+        // Called by a handler of this server, its own worker ends only once
+        // the handler returns: not waited for.
+        let own = usize::from(crate::pool::is_worker_of(&self.shared));
+        let all = self.shared.wait_for_workers(deadline, own);
         if all {
             // Every worker has left its loop: the joins are prompt.
             self.workers.join_all();
@@ -763,7 +767,7 @@ impl Drop for ServerHandle {
             if let Some(monitor) = monitor {
                 let _ = monitor.join();
             }
-            shared.wait_for_workers(Instant::now().checked_add(shared.config.shutdown_grace));
+            shared.wait_for_workers(Instant::now().checked_add(shared.config.shutdown_grace), 0);
             drop(signals);
         });
         if let Err(e) = keeper {

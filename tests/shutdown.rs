@@ -92,3 +92,85 @@ fn after_shutdown_returns_no_worker_holds_the_handler() {
         );
     }
 }
+
+/// A handler may stop its own server with `ServerHandle::shutdown`: the
+/// call waits for every other thread, not for the worker it runs on (which
+/// can end only once the handler returns), and its client gets the answer.
+/// It used to wait for its own worker until the grace period was over
+/// (here 60 s), then return `false`.
+#[test]
+fn a_handler_that_shuts_its_own_server_down_waits_for_the_others_only() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let handle: std::sync::Arc<std::sync::Mutex<Option<httpool::ServerHandle>>> = Default::default();
+    let (told, clean) = std::sync::mpsc::channel();
+    let own = handle.clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(3)
+        .shutdown_grace(std::time::Duration::from_secs(60))
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/stop" {
+                let server = own.lock().unwrap().take().expect("the handle");
+                told.send(server.shutdown()).unwrap();
+                return Response::text("stopped");
+            }
+            Response::text("ok")
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    *handle.lock().unwrap() = Some(server);
+    send(&mut conn, &get("/stop"));
+    assert!(clean.recv_timeout(PATIENCE).expect("shutdown returned"), "every other thread joined");
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, b"stopped".as_slice()));
+    assert_eq!(reply.header("connection"), Some("close"));
+    // Its client closes, so that the worker's linger after the answer ends.
+    drop(conn);
+    #[cfg(target_os = "linux")]
+    assert_eq!(httpool_threads_once(|n| n == 0), 0);
+}
+
+/// The same with one worker, which another connection's request waits for
+/// as its handler stops the server: that request, received before the
+/// stop, is answered once the handler returns (none is lost).
+#[test]
+fn a_request_waiting_for_the_worker_whose_handler_stops_the_server_is_answered() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let handle: std::sync::Arc<std::sync::Mutex<Option<httpool::ServerHandle>>> = Default::default();
+    let (told, clean) = std::sync::mpsc::channel();
+    let (entered, in_handler) = std::sync::mpsc::channel();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let own = handle.clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .spawn(move |req: &mut Request| {
+            if req.path() == "/stop" {
+                entered.send(()).unwrap();
+                wait.lock().unwrap().recv().unwrap();
+                let server = own.lock().unwrap().take().expect("the handle");
+                told.send(server.shutdown()).unwrap();
+                return Response::text("stopped");
+            }
+            Response::text(req.path().to_string())
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    *handle.lock().unwrap() = Some(server);
+    let mut conn = connect(addr);
+    send(&mut conn, &get("/stop"));
+    in_handler.recv_timeout(PATIENCE).unwrap();
+    let mut waiting = connect(addr);
+    send(&mut waiting, &get("/waiting"));
+    go.send(()).unwrap();
+    assert!(clean.recv_timeout(PATIENCE).expect("shutdown returned"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"stopped");
+    drop(conn);
+    let reply = read_reply(&mut waiting, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, b"/waiting".as_slice()));
+    drop(waiting);
+    #[cfg(target_os = "linux")]
+    assert_eq!(httpool_threads_once(|n| n == 0), 0);
+}

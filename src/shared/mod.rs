@@ -373,9 +373,10 @@ impl Shared {
         debug_assert!(idle.is_empty());
     }
 
-    /// Waits until every worker has left: see [`Engine::wait_for_workers`].
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
-        self.engine.wait_for_workers(deadline)
+    /// Waits until every worker but `staying` has left: see
+    /// [`Engine::wait_for_workers`].
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>, staying: usize) -> bool {
+        self.engine.wait_for_workers(deadline, staying)
     }
 
     /// Worker threads alive now.
