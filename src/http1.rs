@@ -517,6 +517,7 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
                     return Parsed::More;
                 }
                 Downgrade::Refused => return Parsed::Refused(ParseError::Version),
+                Downgrade::Malformed => return Parsed::Refused(ParseError::Malformed("invalid HTTP version")),
             },
             Err(e) => return Parsed::Refused(e),
         }

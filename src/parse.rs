@@ -466,6 +466,11 @@ pub(crate) enum Downgrade {
     Unfinished,
     /// Not a version we serve.
     Refused,
+    /// Major version 1 in a shape no version has (`HTTP/1.2 `, `HTTP/1.x`):
+    /// a malformed request line, refused as an `HTTP/1.1` one is (400),
+    /// not as a version not served (505 says the major version is not,
+    /// RFC 9110 §15.6.6).
+    Malformed,
 }
 
 /// RFC 9110 §2.5: a message with a higher minor version of HTTP/1 is
@@ -503,6 +508,9 @@ pub(crate) fn downgrade_minor_version(buf: &mut [u8]) -> Downgrade {
             | [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9', b'\r'],
             false,
         ) => Downgrade::Unfinished,
+        ([b'H', b'T', b'T', b'P', b'/', b'1', rest @ ..], _) if !rest.first().is_some_and(u8::is_ascii_digit) => {
+            Downgrade::Malformed
+        }
         _ => Downgrade::Refused,
     }
 }

@@ -703,6 +703,15 @@ cases! {
     /// ...so its bare LF line ends are refused as an HTTP/1.1 request's
     /// are (400), not its version (505).
     http12_with_bare_lf_line_ends_is_400_as_http11: b"GET / HTTP/1.2\nHost: a\n\n" => [400], Close;
+    /// ...and so is a space after its version: an HTTP/1.2 request line
+    /// is malformed where an HTTP/1.1 one would be (400), and 505 would say
+    /// that major version 1 is not served (RFC 9110 §15.6.6).
+    http12_with_a_space_after_the_version_is_400_as_http11:
+        b"GET / HTTP/1.2 \r\nHost: a\r\n\r\n" => [400], Close;
+    /// `HTTP-version = HTTP-name "/" DIGIT "." DIGIT` (RFC 9112 §2.3): a
+    /// minor version that is no digit is a malformed request line (RFC 9112
+    /// §3: 400), not a major version the server does not do.
+    non_digit_minor_version_is_400: b"GET / HTTP/1.x\r\nHost: a\r\n\r\n" => [400], Close;
     /// HTTP/0.9 (no version) is not supported; llhttp accepts it.
     http09_request_line_is_400: b"GET /\r\n\r\n" => [400], Close;
     /// RFC 9110 §9.1: an unrecognised method SHOULD get 501. httpool knows

@@ -201,16 +201,25 @@ fn higher_minor_versions_are_read_as_http11() {
         assert_eq!(parse(unfinished), Err(ParseError::Version), "{unfinished:?}");
         assert_eq!(downgrade_minor_version(&mut unfinished.to_vec()), Downgrade::Unfinished, "{unfinished:?}");
     }
-    for other in
-        [&b"GET / HTTP/2.0\r\n"[..], b"GET / HTTP/1.1\r\n", b"GET / HTTP/1.2 \r\n", b"GET / HTTP/1.2x", b"HTTP/1.0"]
-    {
+    for other in [&b"GET / HTTP/2.0\r\n"[..], b"GET / HTTP/10.0\r\n", b"GET / HTTP/5.6", b"HTTP/1.0"] {
         assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Refused, "{other:?}");
+    }
+    // Major version 1 in another shape is a malformed line (400), not a
+    // version not served (505).
+    for other in [
+        &b"GET / HTTP/1.1\r\n"[..],
+        b"GET / HTTP/1.2 \r\n",
+        b"GET / HTTP/1.2x",
+        b"GET / HTTP/1.x\r\n",
+        b"GET / HTTP/1\r\n",
+    ] {
+        assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Malformed, "{other:?}");
     }
     // The whole third field is the version: one that merely ends like a
     // higher minor version is refused (found by conn_loop: such a line
     // waited for more when it came whole and got 505 a byte at a time).
     for other in [&b"OT /u HTTP/1PSOT /u HTTP/1.3\r"[..], b"GET /u HTTP/1xHTTP/1.2\r\n", b"GET /u HTTP/1.2 HTTP/1.2"] {
-        assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Refused, "{other:?}");
+        assert_eq!(downgrade_minor_version(&mut other.to_vec()), Downgrade::Malformed, "{other:?}");
     }
 }
 
