@@ -504,6 +504,7 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
                     conn.await_chunked(scan);
                     return Parsed::More;
                 }
+                Some(Await::Refused(e)) => return Parsed::Refused(e),
                 None => return Parsed::Head(head),
             },
             Ok(None) => {
@@ -564,7 +565,10 @@ fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Op
         BodyKind::Chunked => {
             let mut scan = ChunkScan::new(head.len, limit, cx.config.limits.max_body_bytes);
             if scan.advance(conn.unparsed()) {
-                return None;
+                // A body already known to be refused is refused as a head
+                // is, before its handler runs: the handler's answer would
+                // be replaced by the error, and what it did would stand.
+                return scan.refusal().map(Await::Refused);
             }
             Await::Chunked(scan)
         }
@@ -579,6 +583,8 @@ enum Await {
     Length(usize),
     /// Until the chunked body ends or its limit is here.
     Chunked(ChunkScan),
+    /// Not at all: what is here of the chunked body is refused.
+    Refused(ParseError),
 }
 
 /// What a read brought.

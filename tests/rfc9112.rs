@@ -1334,3 +1334,39 @@ fn new_connection_is_not_expired_by_a_deadline_left_in_its_slot() {
     assert_eq!(second.reply(false).unwrap().unwrap().status, 200);
     server.shutdown();
 }
+
+/// A chunked body collected before its handler runs (its first
+/// `body_buffer_bytes`) and found malformed, or with a chunk larger than
+/// the body may be, is refused as the head would be: `400` or `413` and
+/// close, without calling the handler. Its answer would be thrown away for
+/// the server's error anyway, and a handler that never reads the body (a
+/// `DELETE`, a `POST` that starts a job) would act on a request its client
+/// is told was refused (RFC 9112 §6.3 ¶4, §7.1; RFC 9110 §15.5.1: 400 says
+/// the server did not process it).
+#[test]
+fn handler_does_not_run_for_a_chunked_body_already_known_to_be_refused() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |req: &mut Request<'_>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Response::text(req.path().to_string())
+        })
+        .unwrap();
+    let cases: [(&[u8], u16); 3] =
+        [(b"zz\r\nhello\r\n0\r\n\r\n", 400), (b"5\r\nhelloXX\r\n0\r\n\r\n", 400), (b"FFFFFFFF\r\n", 413)];
+    for (body, status) in cases {
+        let request =
+            [b"GET /first HTTP/1.1\r\nHost: a\r\n\r\nPOST /act HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", body]
+                .concat();
+        let outcome = exchange(server.local_addr(), &request, &[200, status], After::Close);
+        outcome.unwrap_or_else(|e| panic!("{}: {e}", show(body)));
+    }
+    // Every answer was read: the calls there were are done.
+    assert_eq!(calls.load(Ordering::SeqCst), cases.len(), "the handler ran for a refused request");
+    server.shutdown();
+}

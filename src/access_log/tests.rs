@@ -189,15 +189,23 @@ fn a_2xx_to_connect_is_logged_with_no_body_bytes() {
 /// A body the handler left unread is read after it returns; when that read
 /// fails (a malformed chunk, a body past the limit), the client gets the
 /// crate's `400` or `413` instead of the handler's answer, and that is what
-/// is logged.
+/// is logged. (Each fails past the part of the body collected before the
+/// handler runs, `body_buffer_bytes`: a collected body found bad is refused
+/// without calling it.)
 #[test]
 fn an_unread_body_that_fails_after_the_handler_is_logged_as_the_crates_answer() {
     use crate::test::{TestRequest, TestServer};
     capture();
-    let server =
-        TestServer::from_handler(access_log(|_: &mut Request<'_>| Response::text("ignored"))).max_body_bytes(4);
-    let malformed = TestRequest::post("/markerB").header("Transfer-Encoding", "chunked").body("zz\r\n\r\n");
-    let too_large = TestRequest::post("/markerC").chunked().body("0123456789");
+    let server = TestServer::from_handler(access_log(|_: &mut Request<'_>| Response::text("ignored")))
+        .max_body_bytes(70_000)
+        .max_drain_bytes(1 << 20);
+    // A first chunk of 65 KiB, past what is collected, then the failure.
+    let first = [&b"10400\r\n"[..], &[b'x'; 0x10400], b"\r\n"].concat();
+    let chunked = |path: &str, rest: &[u8]| {
+        TestRequest::post(path).header("Transfer-Encoding", "chunked").body([&first[..], rest].concat())
+    };
+    let malformed = chunked("/markerB", b"zz\r\n\r\n");
+    let too_large = chunked("/markerC", b"1000\r\n");
     for (req, marker, status, bytes) in [(malformed, "markerB", 400, 11), (too_large, "markerC", 413, 17)] {
         let resp = server.send(req);
         assert_eq!((resp.status(), resp.body().len()), (status, bytes), "{marker}");

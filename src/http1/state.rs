@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use super::Ran;
 use super::phase::{Drain, Dry, Phase, Then};
 use super::read_buf::{ReadBuf, Released};
-use crate::body::ChunkedDecoder;
+use crate::body::{BodyError, ChunkedDecoder};
 use crate::config::Config;
-use crate::parse::{Limits, trim_empty_lines};
+use crate::parse::{Limits, ParseError, trim_empty_lines};
 use crate::stats::Held;
 
 /// Handler calls a connection is expected to block after one did: a client
@@ -504,19 +504,30 @@ pub(crate) struct ChunkScan {
     scanned: usize,
     limit: usize,
     decoder: ChunkedDecoder,
+    /// Why the body is refused, once its bytes have told.
+    failed: Option<BodyError>,
 }
 
 impl ChunkScan {
     /// A body after a head of `head` bytes, collected up to `limit` bytes
     /// (head included), of at most `max_body` bytes.
     pub(crate) fn new(head: usize, limit: usize, max_body: u64) -> ChunkScan {
-        ChunkScan { head, scanned: head, limit, decoder: ChunkedDecoder::new(max_body) }
+        ChunkScan { head, scanned: head, limit, decoder: ChunkedDecoder::new(max_body), failed: None }
+    }
+
+    /// The refusal the body's bytes read so far call for: bad framing
+    /// (400), or a chunk larger than the body may be (413).
+    pub(crate) fn refusal(&self) -> Option<ParseError> {
+        self.failed.map(|e| match e {
+            BodyError::TooLarge => ParseError::BodyTooLarge,
+            _ => ParseError::Malformed("malformed chunked body"),
+        })
     }
 
     /// Reads the bytes of `unparsed` (the head first) not read yet. True
     /// when that settles it: the body ended, its framing is wrong or a
-    /// chunk is larger than the body may be (the handler's reader answers
-    /// either at once), or `limit` bytes are in.
+    /// chunk is larger than the body may be (either is refused before the
+    /// handler runs, [`ChunkScan::refusal`]), or `limit` bytes are in.
     pub(crate) fn advance(&mut self, unparsed: &[u8]) -> bool {
         let mut sink = [0u8; 1024];
         while self.scanned < unparsed.len() && !self.decoder.is_done() {
@@ -524,7 +535,10 @@ impl ChunkScan {
                 Ok((0, 0)) => break,
                 Ok((used, _)) => self.scanned += used,
                 // Malformed, or a chunk over `max_body` (`TooLarge`).
-                Err(_) => return true,
+                Err(e) => {
+                    self.failed = Some(e);
+                    return true;
+                }
             }
         }
         self.decoder.is_done() || unparsed.len() >= self.limit
