@@ -2450,3 +2450,71 @@ fn at_shutdown_an_idle_tls_connection_does_not_wait_for_room_for_close_notify() 
     assert!(io.shut_write);
     assert_eq!(s.counters.snapshot(0, 0, Default::default()).timeouts, 0);
 }
+
+/// A valid chunked body whose collected part (`body_buffer_bytes` past the
+/// head) ends anywhere — mid chunk-size, mid extension, in a chunk's data,
+/// mid trailer — and arrives cut anywhere is passed to its handler, never
+/// refused before it (review of b888cb1).
+#[test]
+fn a_valid_chunked_body_is_never_refused_before_its_handler_wherever_collecting_stops() {
+    let head = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+    // A first chunk larger than the read buffer, so that what is collected
+    // is set by `body_buffer_bytes`, and ends in what follows it.
+    let pad = Config::default().read_buffer_size() + 100;
+    let first = [format!("{pad:x}\r\n").as_bytes(), &vec![b'p'; pad], b"\r\n"].concat();
+    let tail = b"5;name=\"v\"\r\nhello\r\n003 \t;x\r\nabc\r\n0\r\nX-T: 1\r\nY: 2\r\n\r\n";
+    let body = [&first[..], tail].concat();
+    let whole = [&head[..], &body].concat();
+    let echo_len = |req: &mut Request<'_>| {
+        let mut body = Vec::new();
+        match req.read_to_end(&mut body) {
+            Ok(_) if body.ends_with(b"helloabc") => Response::text(body.len().to_string()),
+            _ => Response::status(500),
+        }
+    };
+    let want = format!("\r\n\r\n{}", pad + 8);
+    for keep in first.len() - 3..body.len() + 2 {
+        for cut in [head.len(), head.len() + keep.min(body.len()), whole.len() - 1] {
+            let config = Config { body_buffer_bytes: keep, ..Config::default() };
+            let r = run_with(config, &echo_len, &[&whole[..cut], &whole[cut..]], false);
+            assert!(
+                r.wire.starts_with("HTTP/1.1 200 OK\r\n") && r.wire.ends_with(&want),
+                "keep {keep}, cut {cut}: {}",
+                r.wire
+            );
+        }
+    }
+}
+
+/// A malformed chunked body collected before its handler is refused
+/// without calling it however it arrives: whole, a byte at a time (parked
+/// between), behind a pipelined request; the answer to HEAD has no body.
+#[test]
+fn a_collected_malformed_chunked_body_is_refused_without_its_handler_however_it_arrives() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let handler = move |req: &mut Request<'_>| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        echo(req)
+    };
+    for method in ["POST", "HEAD"] {
+        let req =
+            format!("{method} /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX\r\n0\r\n\r\n");
+        let pipelined = format!("GET / HTTP/1.1\r\nHost: a\r\n\r\n{req}");
+        let bytes: Vec<&[u8]> = req.as_bytes().chunks(1).collect();
+        for (name, chunks, before) in
+            [("whole", vec![req.as_bytes()], 0), ("trickled", bytes, 0), ("pipelined", vec![pipelined.as_bytes()], 1)]
+        {
+            calls.store(0, Ordering::SeqCst);
+            let r = run(&handler, &chunks);
+            let refusal = r.wire.find("HTTP/1.1 400 Bad Request\r\n");
+            assert!(refusal.is_some(), "{method} {name}: {}", r.wire);
+            assert_eq!(calls.load(Ordering::SeqCst), before, "{method} {name}: the handler ran");
+            assert!(r.lingering, "{method} {name}");
+            if method == "HEAD" {
+                assert!(r.wire.ends_with("\r\n\r\n"), "{method} {name}: {}", r.wire);
+            }
+        }
+    }
+}
