@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::engine::Vacancy;
 use super::{CloseWhy, Connection, IdleClose, Shared};
 use crate::config::Overload;
 use crate::date::DateCache;
@@ -230,7 +231,13 @@ impl Shared {
     /// Called when the pass's [`Pressure`] found room to make.
     fn make_room(&self) -> Room {
         for _ in 0..ROOM_TRIES {
-            let Some(conn) = self.engine.take_idle() else { return Room::Lacking };
+            // A slot freed since the pass looked at the load makes room
+            // by itself: no idle connection is closed for nothing.
+            let conn = match self.engine.take_idle(self.config.max_connections) {
+                Vacancy::Free => return Room::Made,
+                Vacancy::Idle(conn) => conn,
+                Vacancy::Lacking => return Room::Lacking,
+            };
             match self.close_idle(conn, Instant::now(), CloseWhy::Room) {
                 IdleClose::Closed => return Room::Made,
                 IdleClose::Lingering => return Room::Coming,
@@ -398,7 +405,43 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    use super::OnePass;
+    use super::{OnePass, Pressure, Room};
+    use crate::config::Config;
+    use crate::http1::ConnState;
+    use crate::net::Listener;
+    use crate::shared::tests::conn_pair;
+    use crate::shared::{Connection, Shared};
+
+    /// A connection that closes between an accept pass's look at the load
+    /// (`max_connections` open, one idle) and the room it makes for the
+    /// client it then accepted: a slot is free, and no idle connection is
+    /// closed for that client (review of 1087707: the look was taken before
+    /// the accept and not again, and the idle connection was closed for
+    /// nothing; before it, `make_room` looked again).
+    #[test]
+    fn room_is_not_made_by_closing_an_idle_connection_when_a_slot_freed_since_the_look() {
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        let config = Config { max_connections: 2, ..Config::default() };
+        let shared = Shared::new(config, listener, 1).unwrap();
+        // One connection held by a worker, one parked idle, kept alive.
+        let (stream, peer) = conn_pair();
+        let make = |place, _| Connection::new(stream, peer, ConnState::default(), place, 0);
+        let busy = shared.engine.admit(make, None).expect("held by the caller");
+        let (stream, peer) = conn_pair();
+        let mut state = ConnState::default();
+        state.phase.idle();
+        let make = |place, _| Connection::new(stream, peer, state, place, 0);
+        let idle = shared.engine.admit(make, None).expect("held by the caller");
+        assert!(shared.park(idle).is_none());
+        // The pass looks: at the bound, with room to make.
+        let Pressure { saturated, room_to_make } = shared.pressure(false, 0);
+        assert!(saturated && room_to_make);
+        // The busy connection closes while the pass accepts its client.
+        shared.close(busy);
+        assert_eq!(shared.make_room(), Room::Made);
+        let stats = shared.snapshot();
+        assert_eq!((stats.reclaimed, shared.engine.load().idle), (0, 1), "an idle connection was closed for nothing");
+    }
 
     /// In each round, threads at once add work and ask for a pass that
     /// takes it all: once every thread's request has returned, nothing is

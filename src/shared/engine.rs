@@ -69,6 +69,16 @@ pub(crate) struct Load {
     pub(crate) threads: Threads,
 }
 
+/// What [`Engine::take_idle`] found for a client at `max_connections`.
+pub(crate) enum Vacancy<C> {
+    /// A slot is free: nothing need close.
+    Free,
+    /// An idle connection, for the caller to close.
+    Idle(C),
+    /// Neither.
+    Lacking,
+}
+
 /// What a worker does next.
 pub(crate) enum Work<C> {
     Serve(C),
@@ -258,12 +268,17 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
-    /// Takes a parked connection waiting idle, kept alive, for a next
-    /// request (one idle for a while: see [`Slots::take_idle`]), for the
-    /// caller to close: room for a client waiting to be accepted at
-    /// `max_connections`.
-    pub(crate) fn take_idle(&self) -> Option<C> {
-        self.lock().slots.take_idle()
+    /// Room for a client waiting to be accepted at `max_open`
+    /// (`max_connections`): a free slot when fewer are open now (one closed
+    /// since the caller looked at the load), else a parked connection
+    /// waiting idle, kept alive, for a next request (one idle for a while:
+    /// see [`Slots::take_idle`]), for the caller to close.
+    pub(crate) fn take_idle(&self, max_open: usize) -> Vacancy<C> {
+        let mut hub = self.lock();
+        if hub.slots.open() < max_open {
+            return Vacancy::Free;
+        }
+        hub.slots.take_idle().map_or(Vacancy::Lacking, Vacancy::Idle)
     }
 
     /// The next connection for the worker sitting at `seat` (which changes
