@@ -174,3 +174,60 @@ fn a_request_waiting_for_the_worker_whose_handler_stops_the_server_is_answered()
     #[cfg(target_os = "linux")]
     assert_eq!(httpool_threads_once(|n| n == 0), 0);
 }
+
+/// A handler of one server that shuts another down waits for every thread
+/// of that other server, its handler still running included: only a worker
+/// of the server being stopped is not waited for (review of 0feb5bf).
+#[test]
+fn a_handler_that_shuts_another_server_down_waits_for_its_running_handler() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, mpsc};
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (entered, in_handler) = mpsc::channel();
+    let (release, wait) = mpsc::channel::<()>();
+    let wait = Mutex::new(wait);
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = done.clone();
+    let b = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .shutdown_grace(std::time::Duration::from_secs(60))
+        .spawn(move |_: &mut Request| {
+            entered.send(()).unwrap();
+            wait.lock().unwrap().recv().unwrap();
+            finished.store(true, Ordering::SeqCst);
+            Response::text("held")
+        })
+        .unwrap();
+    let b_addr = b.local_addr();
+    let b_handle = Arc::new(Mutex::new(Some(b)));
+    let other = b_handle.clone();
+    let a = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |_: &mut Request| {
+            let b = other.lock().unwrap().take().expect("B's handle");
+            let all = b.shutdown();
+            Response::text(format!("{all} {}", done.load(Ordering::SeqCst)))
+        })
+        .unwrap();
+    let mut held = connect(b_addr);
+    send(&mut held, &get("/hold"));
+    in_handler.recv_timeout(PATIENCE).unwrap();
+    let mut stopper = connect(a.local_addr());
+    send(&mut stopper, &get("/stop-b"));
+    // B's listener closes once its shutdown has begun.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(b_addr).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "B never stopped listening");
+        std::thread::yield_now();
+    }
+    release.send(()).unwrap();
+    assert_eq!(read_reply(&mut held, false).unwrap().body, b"held");
+    // Its client closes, so that the worker's linger after the answer ends.
+    drop(held);
+    let reply = read_reply(&mut stopper, false).unwrap();
+    assert_eq!(reply.body, b"true true", "A's handler did not wait for B's running handler");
+    drop(stopper);
+    assert!(a.shutdown());
+}
