@@ -231,3 +231,58 @@ fn a_handler_that_shuts_another_server_down_waits_for_its_running_handler() {
     drop(stopper);
     assert!(a.shutdown());
 }
+
+/// The handler that stops its own server runs on a worker that let its seat
+/// go before the call (its connection's last call blocked): the thread
+/// that took the seat over is waited for, and a request arriving on
+/// another connection before the stop is answered (review of 0feb5bf).
+#[test]
+fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_waits_for_the_seats_new_thread() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let handle: std::sync::Arc<std::sync::Mutex<Option<httpool::ServerHandle>>> = Default::default();
+    let (told, clean) = std::sync::mpsc::channel();
+    let (entered, in_handler) = std::sync::mpsc::channel();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let own = handle.clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(4)
+        .pin_workers(false)
+        .shutdown_grace(std::time::Duration::from_secs(60))
+        .spawn(move |req: &mut Request| match req.path() {
+            // Blocks across monitor ticks: the connection's next call is
+            // expected to block, its seat let go before it.
+            "/block" => {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                Response::text("blocked")
+            }
+            "/stop" => {
+                entered.send(()).unwrap();
+                wait.lock().unwrap().recv().unwrap();
+                let server = own.lock().unwrap().take().expect("the handle");
+                told.send(server.shutdown()).unwrap();
+                Response::text("stopped")
+            }
+            path => Response::text(path.to_string()),
+        })
+        .unwrap();
+    let addr = server.local_addr();
+    *handle.lock().unwrap() = Some(server);
+    let mut conn = connect(addr);
+    send(&mut conn, &get("/block"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"blocked");
+    send(&mut conn, &get("/stop"));
+    in_handler.recv_timeout(PATIENCE).unwrap();
+    let mut waiting = connect(addr);
+    send(&mut waiting, &get("/waiting"));
+    let reply = read_reply(&mut waiting, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, b"/waiting".as_slice()));
+    go.send(()).unwrap();
+    assert!(clean.recv_timeout(PATIENCE).expect("shutdown returned"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"stopped");
+    drop((conn, waiting));
+    #[cfg(target_os = "linux")]
+    assert_eq!(httpool_threads_once(|n| n == 0), 0);
+}
