@@ -139,18 +139,28 @@ impl Shared {
             if self.accept_paused() {
                 return;
             }
-            let Pressure { saturated, room_to_make } = self.pressure(last, taken_next);
             let wait = last || self.config.overload == Overload::Wait;
-            let (stream, peer) = match next.take() {
-                Some(client) => client,
-                // At `max_connections` with idle connections to close, the
-                // client is taken from the backlog first, then room made for
-                // it: none is closed when no client waits.
-                None if saturated && wait && !room_to_make => {
-                    // Clients wait in the kernel backlog until room frees up.
-                    self.accepting.waiting.store(true, Ordering::Release);
+            // At `max_connections` with idle connections to close, the
+            // client is taken from the backlog first, then room made for
+            // it: none is closed when no client waits.
+            let held_back = |p: Pressure| p.saturated && wait && !p.room_to_make;
+            let mut pressure = self.pressure(last, taken_next);
+            if next.is_none() && held_back(pressure) {
+                // Clients wait in the kernel backlog until room frees up.
+                // The flag goes up before a second look (a close raised
+                // after the only one could miss it, and the client wait
+                // for the monitor): a connection closed after that look
+                // (its slot is freed under the hub lock) finds the flag and
+                // accepts; one closed before shows in the look.
+                self.accepting.waiting.store(true, Ordering::Release);
+                pressure = self.pressure(last, taken_next);
+                if held_back(pressure) {
                     return;
                 }
+            }
+            let Pressure { saturated, room_to_make } = pressure;
+            let (stream, peer) = match next.take() {
+                Some(client) => client,
                 None => match listener.accept() {
                     Ok(client) => client,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
