@@ -8,7 +8,7 @@ use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
 
-use super::state::chunked_body_ends_in;
+use super::state::chunked_body_settled_in;
 use super::{
     ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with, write_failed,
 };
@@ -116,12 +116,13 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let (start, _) = conn.bounds();
     let slow_before = conn.slow_handler();
     let (head_bytes, rest) = conn.split_at_head(head.len);
-    // A body that is already here needs no `100 Continue` (RFC 9110
-    // §10.1.1), and one sent now could overtake queued responses.
+    // A body that is already here (or the part that dooms it) needs no
+    // `100 Continue` (RFC 9110 §10.1.1), and one sent now could overtake
+    // queued responses.
     let continue_due = head.expect_continue
         && needs_socket
         && !(head.body == BodyKind::Chunked
-            && chunked_body_ends_in(&rest[..buffered_body], cx.config.limits.max_body_bytes));
+            && chunked_body_settled_in(&rest[..buffered_body], cx.config.limits.max_body_bytes));
     let tls = io.is_tls();
     let body = Body::new(head.body, io, rest, buffered_body, &cx.scratch.body_bounds, continue_due);
     let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);

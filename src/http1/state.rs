@@ -488,11 +488,13 @@ impl ConnState {
 }
 
 /// True when `body` holds a whole chunked body (its last chunk and
-/// trailers): a client that sent `Expect: 100-continue` and the body at
-/// once needs no `100 Continue`.
-pub(crate) fn chunked_body_ends_in(body: &[u8], max_body: u64) -> bool {
+/// trailers), or enough of one to refuse it (bad framing, a chunk past
+/// `max_body`): a client that sent `Expect: 100-continue` and the body at
+/// once needs no `100 Continue`, and one whose body will be refused must
+/// not be invited to send more of it.
+pub(crate) fn chunked_body_settled_in(body: &[u8], max_body: u64) -> bool {
     let mut scan = ChunkScan::new(0, usize::MAX, max_body);
-    scan.advance(body) && scan.decoder.is_done()
+    scan.advance(body) && (scan.decoder.is_done() || scan.failed.is_some())
 }
 
 /// A chunked body read as it arrives, to tell when it has ended; what it

@@ -218,6 +218,19 @@ fn expect_continue_is_answered_when_the_body_is_read() {
     assert!(r.wire.ends_with("\r\n\r\nok"));
 }
 
+/// A client that asked for `100 Continue` but sent its chunked body at
+/// once, bad framing or a chunk past the body limit already here, is not
+/// invited to send on by a `100` just before the `400` or `413` (RFC 9110
+/// §10.1.1: a server may omit it once content has arrived).
+#[test]
+fn expect_continue_with_a_bad_chunked_body_already_here_gets_no_100() {
+    let head = "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (body, status) in [("zz\r\nhello\r\n", "400 Bad Request"), ("FFFFFFFF\r\n", "413 Content Too Large")] {
+        let r = run(&echo, &[format!("{head}{body}").as_bytes()]);
+        assert!(r.wire.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{body:?}: {}", r.wire);
+    }
+}
+
 #[test]
 fn expect_continue_unread_gets_the_response_and_a_close() {
     let r = run(&hello, &[b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"]);
