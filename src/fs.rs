@@ -55,8 +55,10 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 /// - Small files (up to 32 KiB, [`DEFAULT_MEMORY_CACHE_BYTES`] in all) are
 ///   kept in memory and sent with the head in one write; larger ones are
 ///   sent with `sendfile` on Linux over plain TCP. Each request checks
-///   that the file is still the one remembered (one `stat`): an edited or
-///   replaced file is read again.
+///   that the file is still the one remembered (one `stat`; a second
+///   one when the path goes through a symlink): an edited or replaced
+///   file, or a symlink on the way removed or pointed elsewhere, is looked
+///   up and read again.
 ///
 /// ```no_run
 /// use httpool::{Request, Response, ServeDir, Server};
@@ -200,15 +202,23 @@ impl ServeDir {
     /// Checks that a remembered file is still the same: `Some` with the
     /// open file when the answer needs one not in memory (a `HEAD` too:
     /// it is answered as the `GET`, see [`answer`]). `None`: look again.
+    ///
+    /// The file is checked where it was found (its real path, the one
+    /// checked to be under the root and not hidden) and, when the request
+    /// names it through a symlink, by that name too: a symlink on the way
+    /// removed or pointed elsewhere changes the answer. Without symlinks
+    /// the two are one path, and one `stat` (or `fstat`) does.
     fn reuse(&self, entry: &Entry) -> Option<Option<File>> {
+        let same = |meta: &fs::Metadata| meta.is_file() && FileId::of(meta) == entry.id;
+        let named_same = || entry.named == entry.path || fs::metadata(&entry.named).is_ok_and(|m| same(&m));
         if entry.bytes.is_some() {
             let meta = fs::metadata(&entry.path).ok()?;
-            return (meta.is_file() && FileId::of(&meta) == entry.id).then_some(None);
+            return (same(&meta) && named_same()).then_some(None);
         }
         // Opened, then checked: what is open is what gets sent.
         let file = open(&entry.path).ok()?;
         let meta = file.metadata().ok()?;
-        (meta.is_file() && FileId::of(&meta) == entry.id).then_some(Some(file))
+        (same(&meta) && named_same()).then_some(Some(file))
     }
 
     /// Resolves `raw` from scratch and remembers what it found — under a
@@ -255,6 +265,7 @@ impl ServeDir {
     /// Opens the file at `path` if it resolves under the root, and
     /// remembers it under `raw`.
     fn load(&self, raw: &str, path: &Path, remember: bool) -> io::Result<Found> {
+        let named = || path.to_path_buf();
         let real = match fs::canonicalize(path) {
             Ok(real) if real.starts_with(&self.root) => real,
             // 404, as for a name that leads nowhere: a 403 would tell what
@@ -289,13 +300,13 @@ impl ServeDir {
             // remember nothing.
             if buf.len() as u64 != id.len || FileId::of(&file.metadata()?) != id {
                 file.seek(SeekFrom::Start(0))?;
-                let entry = Arc::new(entry(real, &meta, None));
+                let entry = Arc::new(entry(real, named(), &meta, None));
                 return Ok(Found::File(entry, Some(file)));
             }
             bytes = Some(buf);
         }
         let in_memory = bytes.is_some();
-        let entry = Arc::new(entry(real, &meta, bytes));
+        let entry = Arc::new(entry(real, named(), &meta, bytes));
         if remember {
             self.cache.insert(raw, Arc::clone(&entry));
         }
@@ -330,7 +341,7 @@ fn lookup_status(e: &io::Error) -> u16 {
     }
 }
 
-fn entry(path: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
+fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
     let id = FileId::of(meta);
     let mtime = meta.modified().unwrap_or(UNIX_EPOCH);
     let nanos = mtime.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -344,6 +355,7 @@ fn entry(path: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
         content_type: content_type(&path),
         content_encoding: content_encoding(&path),
         path,
+        named,
         id,
         modified,
         bytes,

@@ -5,11 +5,14 @@
 //! An entry is used only while the file still has the identity it had
 //! (device, inode, length, modification time): a hit costs one `stat` of
 //! the remembered path (small files) or an `open` and `fstat` (larger
-//! ones), instead of the lookups that resolve a path and its symlinks.
-//! When a file or a directory on its path is replaced, moved or edited,
-//! the identity differs and the path is resolved again from scratch. The
-//! map is bounded in entries and in bytes held; past either bound, entries
-//! are dropped (whichever the map yields first) to make room.
+//! ones), instead of the lookups that resolve a path and its symlinks;
+//! and one more `stat` of the path the request names when that goes
+//! through a symlink. When a file or a directory on its path is replaced,
+//! moved or edited, or a symlink on the way is removed or pointed
+//! elsewhere, the identity differs and the path is resolved again from
+//! scratch. The map is bounded in entries and in bytes held; past either
+//! bound, entries are dropped (whichever the map yields first) to make
+//! room.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -47,6 +50,10 @@ impl FileId {
 pub(crate) struct Entry {
     /// The canonical path (symlinks resolved, under the root).
     pub(crate) path: PathBuf,
+    /// The path the request names (the root joined with it, symlinks not
+    /// resolved): checked too when it differs from `path`, so that a
+    /// symlink on the way removed or pointed elsewhere is a change of file.
+    pub(crate) named: PathBuf,
     pub(crate) id: FileId,
     pub(crate) modified: std::time::SystemTime,
     pub(crate) etag: String,
@@ -129,6 +136,7 @@ mod tests {
     fn entry(bytes: usize) -> Arc<Entry> {
         Arc::new(Entry {
             path: PathBuf::from("/x"),
+            named: PathBuf::from("/x"),
             id: FileId { stamp: FileStamp::fake(1), len: bytes as u64 },
             modified: std::time::UNIX_EPOCH,
             etag: String::new(),

@@ -576,3 +576,44 @@ fn through_compress_a_head_for_a_file_on_disk_answers_as_its_get() {
         assert_eq!((announced(&head), announced(&get)), (Some(100_000), Some(100_000)));
     }
 }
+
+/// A remembered file is checked by the path the request names, not only by
+/// where that path led: a symbolic link on the way that is removed, or
+/// pointed elsewhere (a deploy switching `current` from one release to the
+/// next), changes what the request gets. The remembered file itself did
+/// not change, so the request kept getting it: a link removed still served
+/// its old target, and a switched one the old release.
+#[test]
+#[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
+fn a_symlink_on_the_way_removed_or_switched_is_followed_again() {
+    let (tmp, dir) = site();
+    let big: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    for release in ["v1", "v2"] {
+        tmp.write(&format!("site/{release}/app.js"), release.as_bytes());
+        tmp.write(&format!("site/{release}/big.txt"), &big[..big.len() - release.len()]);
+        let mut last = fs::OpenOptions::new().append(true).open(tmp.0.join(format!("site/{release}/big.txt"))).unwrap();
+        last.write_all(release.as_bytes()).unwrap();
+    }
+    let current = tmp.0.join("site/current");
+    symlink(tmp.0.join("site/v1"), &current).unwrap();
+    symlink(tmp.0.join("site/hello.txt"), tmp.0.join("site/alias.txt")).unwrap();
+    assert_eq!(body(get(&dir, "/current/app.js", "")), b"v1");
+    assert!(body(get(&dir, "/current/big.txt", "")).ends_with(b"v1"));
+    assert_eq!(body(get(&dir, "/alias.txt", "")), b"0123456789abcdefghij");
+
+    fs::remove_file(&current).unwrap();
+    symlink(tmp.0.join("site/v2"), &current).unwrap();
+    fs::remove_file(tmp.0.join("site/alias.txt")).unwrap();
+
+    assert_eq!(body(get(&dir, "/current/app.js", "")), b"v2");
+    assert!(body(get(&dir, "/current/big.txt", "")).ends_with(b"v2"));
+    assert_eq!(get(&dir, "/alias.txt", "").status, 404);
+
+    // The file itself moved where it is not served (a hidden directory),
+    // and the symlink followed it: the same file, no longer served.
+    fs::rename(tmp.0.join("site/v2"), tmp.0.join("site/.v2")).unwrap();
+    fs::remove_file(&current).unwrap();
+    symlink(tmp.0.join("site/.v2"), &current).unwrap();
+    assert_eq!(get(&dir, "/current/app.js", "").status, 404);
+    assert_eq!(get(&dir, "/current/big.txt", "").status, 404);
+}
