@@ -37,7 +37,8 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   ranges, or an `If-Range` that no longer holds, get the whole file.
 /// - A directory serves its `index.html` ([`ServeDir::index_file`]); asked
 ///   for without its trailing `/`, it answers `301` to the path with one
-///   (so relative links in the page resolve inside it). No listings.
+///   (so relative links in the page resolve inside it), or `404` when
+///   directories have no index file. No listings.
 /// - A path spelled otherwise than its plain form (`//a`, `/./a`, `/%61`,
 ///   lowercase escapes, `[` or `|` not escaped) answers `308` to the plain
 ///   form: a router's routes in front (a guard on `/private/…`) see the
@@ -160,7 +161,7 @@ impl ServeDir {
         let found = match self.below_prefix(req.path()) {
             None => Found::Refused(404),
             // The prefix itself, without its `/`.
-            Some("") => Found::Directory,
+            Some("") => self.directory(),
             Some(raw) => match path::respelled(raw, self.hidden) {
                 Some(path) => Found::Respelled(path),
                 None => self.lookup(raw),
@@ -188,6 +189,16 @@ impl ServeDir {
                 }
             },
             None => self.find(raw),
+        }
+    }
+
+    /// A directory asked for without its `/`: sent to the path with one,
+    /// where its index is; `404` when directories have none, as they get
+    /// with the `/` (the redirect would only tell that one is there).
+    fn directory(&self) -> Found {
+        match self.index {
+            Some(_) => Found::Directory,
+            None => Found::Refused(404),
         }
     }
 
@@ -239,7 +250,7 @@ impl ServeDir {
         };
         if meta.is_dir() {
             if !target.dir {
-                return Found::Directory;
+                return self.directory();
             }
             let Some(index) = &self.index else { return Found::Refused(404) };
             path.push(index);

@@ -617,3 +617,23 @@ fn a_symlink_on_the_way_removed_or_switched_is_followed_again() {
     assert_eq!(get(&dir, "/current/app.js", "").status, 404);
     assert_eq!(get(&dir, "/current/big.txt", "").status, 404);
 }
+
+/// Without an index file a directory is `404` (`ServeDir::index_file`),
+/// asked for with its `/` or without: it was `301` to the path with one,
+/// which then said `404`, telling a client which directories exist.
+#[test]
+fn without_an_index_a_directory_without_its_slash_is_not_found_either() {
+    let (_tmp, dir) = site();
+    let no_index = ServeDir::new(&dir.root).unwrap().index_file(None);
+    for target in ["/docs", "/docs?a=1", "/empty"] {
+        let resp = get(&no_index, target, "");
+        assert_eq!((resp.status, resp.header("location")), (404, None), "{target}");
+    }
+    let prefixed = ServeDir::new(&dir.root).unwrap().index_file(None).strip_prefix("/static");
+    let resp = get(&prefixed, "/static", "");
+    assert_eq!((resp.status, resp.header("location")), (404, None));
+    assert_eq!(body(get(&prefixed, "/static/hello.txt", "")), b"0123456789abcdefghij");
+    // With an index, the redirect stays.
+    let resp = get(&dir, "/docs", "");
+    assert_eq!((resp.status, resp.header("location")), (301, Some("/docs/")));
+}
