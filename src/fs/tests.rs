@@ -637,3 +637,30 @@ fn without_an_index_a_directory_without_its_slash_is_not_found_either() {
     let resp = get(&dir, "/docs", "");
     assert_eq!((resp.status, resp.header("location")), (301, Some("/docs/")));
 }
+
+/// A remembered file whose permissions change is looked up again: made
+/// unreadable (`chmod 000`, to take it offline), a fresh lookup answers
+/// `403`, and so did a large file (opened on each request), but a small
+/// one went on being served from memory, `200`, its stat unchanged but
+/// for the status-change time, which was not compared. (Run as root, as
+/// tests often are, every lookup can read it: the entry is still made
+/// anew, and the answers agree.)
+#[test]
+#[cfg(unix)]
+fn a_remembered_file_whose_permissions_change_is_looked_up_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, dir) = site();
+    tmp.write("site/big.txt", &vec![b'a'; 100_000]);
+    assert_eq!(get(&dir, "/hello.txt", "").status, 200);
+    assert_eq!(get(&dir, "/big.txt", "").status, 200);
+    let before = dir.cache.get("/hello.txt").unwrap();
+    for file in ["site/hello.txt", "site/big.txt"] {
+        fs::set_permissions(tmp.0.join(file), fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let fresh = ServeDir::new(tmp.0.join("site")).unwrap();
+    for target in ["/hello.txt", "/big.txt"] {
+        assert_eq!(get(&dir, target, "").status, get(&fresh, target, "").status, "{target}");
+    }
+    let after = dir.cache.get("/hello.txt");
+    assert!(after.is_none_or(|after| !Arc::ptr_eq(&before, &after)), "the entry was made anew");
+}

@@ -284,24 +284,32 @@ pub(crate) fn open_file(path: &std::path::Path) -> io::Result<File> {
 
 #[cfg(feature = "fs")]
 /// Which file, in which version: device, inode, and modification time to
-/// the nanosecond (the length is compared besides).
+/// the nanosecond (the length is compared besides); and the status-change
+/// time, which a `chmod` or `chown` moves: a file made unreadable (what a
+/// fresh lookup answers `403`) is not one to go on serving from memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FileStamp {
     dev: u64,
     ino: u64,
     mtime: (i64, i64),
+    ctime: (i64, i64),
 }
 
 #[cfg(feature = "fs")]
 impl FileStamp {
     pub(crate) fn of(meta: &std::fs::Metadata) -> FileStamp {
         use std::os::unix::fs::MetadataExt;
-        FileStamp { dev: meta.dev(), ino: meta.ino(), mtime: (meta.mtime(), meta.mtime_nsec()) }
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn fake(n: u64) -> FileStamp {
-        FileStamp { dev: n, ino: n, mtime: (n as i64, 0) }
+        FileStamp { dev: n, ino: n, mtime: (n as i64, 0), ctime: (n as i64, 0) }
     }
 }
 
