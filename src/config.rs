@@ -24,11 +24,13 @@ pub const DEFAULT_WORKER_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// threads): handlers run on it.
 pub const DEFAULT_WORKER_STACK_SIZE: usize = 2 * 1024 * 1024;
 /// The least stack a worker thread is given: what the server's own code
-/// needs on it (reading a chunked body, a TLS handshake), with room to
+/// and helpers need on it at their deepest (reading a chunked body, a TLS
+/// handshake, `Request::json` of a body nested as deep as `serde_json`
+/// reads, which took more than 256 KiB on a debug build), with room to
 /// spare for a small handler. A smaller
 /// [`Server::worker_stack_size`](crate::Server::worker_stack_size) is
 /// raised to it.
-pub const MIN_WORKER_STACK_SIZE: usize = 256 * 1024;
+pub const MIN_WORKER_STACK_SIZE: usize = 512 * 1024;
 
 /// Default number of ready connections that may wait for a free worker.
 pub const DEFAULT_QUEUE_DEPTH: usize = 1024;

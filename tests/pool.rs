@@ -551,3 +551,34 @@ fn a_retiring_thread_s_thread_locals_do_not_stall_the_monitor() {
     assert_eq!(&got, b"HTTP/1.1 408");
     assert!(server.shutdown());
 }
+
+/// The least stack holds the crate's own helpers at their deepest: a JSON
+/// body nested as deep as `serde_json` reads (127 levels; deeper is a
+/// `400`), read by `Request::json` on a debug build (several times a
+/// release build's stack). A stack overflow aborts the whole process.
+#[test]
+#[cfg(feature = "json")]
+fn the_least_stack_holds_the_deepest_json_body_on_a_debug_build() {
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .max_workers(1)
+        .worker_stack_size(0)
+        .spawn(|req: &mut httpool::Request| match req.json::<serde_json::Value>() {
+            Ok(_) => httpool::Response::text("parsed"),
+            Err(e) => httpool::Response::text("refused").with_status(e.status()),
+        })
+        .unwrap();
+    for (depth, status) in [(127, 200), (128, 400), (10_000, 400)] {
+        let body = ["[".repeat(depth), "]".repeat(depth)].concat();
+        let mut conn = connect(server.local_addr());
+        let head = format!(
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        send(&mut conn, &[head.as_bytes(), body.as_bytes()].concat());
+        let reply = read_reply(&mut conn, false).unwrap();
+        assert_eq!(reply.status, status, "depth {depth}");
+    }
+    assert!(server.shutdown());
+}
