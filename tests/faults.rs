@@ -392,13 +392,16 @@ fn shutdown_under_load_completes_every_request_in_flight() {
         })
         .collect();
     wait_for(&server, "load", |s| s.requests > 2000);
-    assert!(server.shutdown(), "all threads joined within the grace period");
+    server.signal().shutdown();
     let endings: Vec<Ending> = clients.into_iter().map(|c| c.join().expect("no broken response")).collect();
-    assert_eq!(endings.len(), 16);
-    assert!(count.load(Ordering::Relaxed) > 2000);
+    // Every client has met the close: every answer the server wrote (error
+    // answers included) reached its client whole, as a `200`.
+    let stats = server.stats();
+    assert!(server.join(), "all threads joined within the grace period");
     let told = endings.iter().filter(|e| matches!(e, Ending::ToldToClose)).count();
-    let quiet = endings.iter().filter(|e| matches!(e, Ending::ClosedBeforeAnswer)).count();
-    assert_eq!(told + quiet, 16);
+    let received = count.load(Ordering::Relaxed);
+    assert!(received > 2000);
+    assert_eq!(received, stats.requests, "answers received vs written ({told} of 16 clients told to close); {stats:?}");
 }
 
 #[test]
