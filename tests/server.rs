@@ -238,10 +238,12 @@ fn http10_closes_unless_kept_alive() {
 
 #[test]
 fn a_blocking_handler_holds_only_its_own_worker() {
-    // `_entered` stays alive: the handler's send must find a receiver.
-    let (server, _entered, release_tx) = blocking_server(|s| s.workers(2));
+    let (server, entered_rx, release_tx) = blocking_server(|s| s.workers(2));
     let mut blocked = connect(server.local_addr());
     send(&mut blocked, &get("/block"));
+    // The handler holds its worker before the other request is sent: else
+    // that one could be served first, whatever a blocked handler holds.
+    entered_rx.recv_timeout(PATIENCE).unwrap();
     let mut other = connect(server.local_addr());
     send(&mut other, &get("/quick"));
     assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
