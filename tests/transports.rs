@@ -289,6 +289,8 @@ mod tls {
             let (head, body) = read_response(&mut conn);
             assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
             assert_eq!(body, format!("secure /{i} tls=true").as_bytes());
+            // Parked between requests: the next one must wake it.
+            crate::common::wait_for(&server, "the connection to park", |s| s.parked == 1);
         }
         // Pipelined, and a body bigger than one TLS record.
         let big = vec![b'z'; 40_000];
