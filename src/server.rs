@@ -126,7 +126,9 @@ impl Server {
     /// [`tls::config_from_pem`](crate::tls::config_from_pem)). Connections are
     /// parked between requests like plain ones and keep their TLS session.
     /// Under [`Overload::Reject`] a TLS client is closed without a `503`:
-    /// there is no session to send it in.
+    /// there is no session to send it in. TCP listeners only: a server
+    /// bound to a Unix domain socket with TLS fails to start
+    /// ([`io::ErrorKind::InvalidInput`]) rather than serve plaintext.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Server {
         self.config.tls = Some(config);
@@ -568,7 +570,8 @@ impl Server {
     /// Creating a readiness set, a descriptor or a thread failed; every
     /// thread already started is stopped and joined first. A core worker
     /// count ([`Server::workers`]) above 4,194,304 (no system runs that
-    /// many threads) fails with [`io::ErrorKind::InvalidInput`].
+    /// many threads) fails with [`io::ErrorKind::InvalidInput`], and so does
+    /// TLS ([`Server::tls`]) on a Unix domain socket.
     pub fn spawn<F, R>(self, handler: F) -> io::Result<ServerHandle>
     where
         F: Fn(&mut Request<'_>) -> R + Send + Sync + 'static,
@@ -601,6 +604,12 @@ impl Server {
 
     /// Starts the server; with `signals`, SIGINT and SIGTERM stop it.
     fn start<H: Handler>(self, handler: H, signals: bool) -> io::Result<ServerHandle> {
+        // TLS runs over TCP only: a Unix socket's clients would be served
+        // plaintext, the configuration silently ignored.
+        #[cfg(all(unix, feature = "tls"))]
+        if self.config.tls.is_some() && matches!(self.listener, Bound::Unix(_)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "TLS is not served on a Unix domain socket"));
+        }
         let addr = self.local_addr()?;
         if let Some(backlog) = self.config.listen_backlog {
             let set = match &self.listener {

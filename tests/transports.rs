@@ -797,6 +797,31 @@ mod tls {
         assert!(server.join());
     }
 
+    /// A server given a TLS configuration on a Unix domain socket must not
+    /// serve plaintext: `Server::tls` asks for HTTPS, and a client on that
+    /// socket got plain HTTP instead (`is_tls()` false), the configuration
+    /// silently ignored. The server refuses to start instead.
+    #[test]
+    #[cfg(unix)]
+    fn tls_on_a_unix_domain_socket_is_refused_not_served_in_plaintext() {
+        let unix = crate::common::UnixPath::new("tls-unix");
+        let (server_config, _) = setup();
+        let started = Server::bind_unix(&unix.path)
+            .unwrap()
+            .workers(1)
+            .tls(server_config)
+            .spawn(|req: &mut Request| Response::text(format!("tls={}", req.is_tls())));
+        let started = started.map(|server| {
+            let (mut writer, mut reader) = unix.open();
+            writer.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+            let mut reply = Vec::new();
+            let _ = reader.read_to_end(&mut reply);
+            assert!(server.shutdown());
+            String::from_utf8_lossy(&reply).into_owned()
+        });
+        assert_eq!(started.map_err(|e| e.kind()), Err(std::io::ErrorKind::InvalidInput));
+    }
+
     #[test]
     fn a_plaintext_client_on_the_tls_port_is_dropped() {
         let (server_config, _) = setup();
