@@ -453,6 +453,47 @@ mod tests {
         assert_eq!((stats.reclaimed, shared.engine.load().idle), (0, 1), "an idle connection was closed for nothing");
     }
 
+    /// An idle connection on a Unix socket closed to make room lingers; its
+    /// client closing its end at once (on reading the end of stream, before
+    /// the close parks it) is no request: its slot frees when a worker ends
+    /// the linger, so room is coming and the client waits for it. The
+    /// client's end of stream made the linger's park hand the connection
+    /// back as one with input, `make_room` took it for a request found after
+    /// all and found no other idle connection: under `Overload::Reject` the
+    /// new client got `503` although a connection had been closed for it
+    /// (`transports.rs`'s `under_reject_…` failed so under CPU load).
+    #[cfg(unix)]
+    #[test]
+    fn a_unix_client_closing_as_its_idle_connection_is_closed_for_room_leaves_room_coming() {
+        use std::os::unix::net::UnixStream;
+
+        use crate::net::Stream;
+        use crate::shared::{CloseWhy, IdleClose};
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        let config = Config { max_connections: 1, ..Config::default() };
+        let shared = Shared::new(config, listener, 1).unwrap();
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let stream = Stream::Unix(mio::net::UnixStream::from_std(ours));
+        let mut state = ConnState::default();
+        state.phase.idle();
+        let peer = crate::net::Peer::Local;
+        let make = |place, _| Connection::new(stream, peer, state, place, 0);
+        let idle = shared.engine.admit(make, None).expect("held by the caller");
+        assert!(shared.park(idle).is_none());
+        // The accept pass takes it to close it; meanwhile the client's end
+        // of stream arrives and a poll reports it.
+        let crate::shared::engine::Vacancy::Idle(conn) = shared.engine.take_idle(1) else {
+            panic!("no idle connection")
+        };
+        drop(theirs);
+        shared.poll_seat(0, Some(std::time::Duration::ZERO), false);
+        let closed = shared.close_idle(conn, std::time::Instant::now(), CloseWhy::Room);
+        assert!(matches!(closed, IdleClose::Lingering), "the lingering close was handed back as a request to serve");
+        // A worker ends the linger (it reads the end of stream).
+        assert_eq!(shared.engine.load().queued, 1);
+    }
+
     /// In each round, threads at once add work and ask for a pass that
     /// takes it all: once every thread's request has returned, nothing is
     /// left, and no two passes overlapped. (A try-lock with a "missed" flag

@@ -95,8 +95,7 @@ pub(crate) enum IdleClose {
     /// Its write side is shut, and it is parked to read and discard what
     /// still comes (its slot is freed when that ends).
     Lingering,
-    /// A request had come after all (or bytes, while lingering): for a
-    /// worker to serve.
+    /// A request had come after all: for a worker to serve.
     Serve(Box<Connection>),
 }
 
@@ -324,10 +323,15 @@ impl Shared {
         conn.stream.shutdown_write();
         if conn.stream.is_unix() || conn.stream.has_pending_input() {
             conn.state.linger_after_answer(now + LINGER);
-            return match self.park(conn) {
-                Some(conn) => IdleClose::Serve(conn),
-                None => IdleClose::Lingering,
-            };
+            // Bytes (or the end of stream) that came meanwhile are for the
+            // linger to read, not a request: a worker ends it, and the
+            // slot frees then, as when they come after the park.
+            if let Some(conn) = self.park(conn) {
+                let seat = conn.seat;
+                self.requeue(conn);
+                self.nudge(seat);
+            }
+            return IdleClose::Lingering;
         }
         self.close(conn);
         IdleClose::Closed
