@@ -93,6 +93,46 @@ fn after_shutdown_returns_no_worker_holds_the_handler() {
     }
 }
 
+/// How a handler stops its own server in the tests below: it takes the
+/// server's handle and calls `shutdown`, telling the test what that
+/// returned. `held`: first it tells the test it is in, and waits for a go.
+struct OwnStop {
+    handle: std::sync::Mutex<Option<httpool::ServerHandle>>,
+    told: std::sync::mpsc::Sender<bool>,
+    entered: std::sync::mpsc::Sender<()>,
+    go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    held: bool,
+}
+
+/// The test's side of an [`OwnStop`]: what `shutdown` returned, that the
+/// handler is in, and the go.
+struct OwnStopSide {
+    told: std::sync::mpsc::Receiver<bool>,
+    entered: std::sync::mpsc::Receiver<()>,
+    go: std::sync::mpsc::Sender<()>,
+}
+
+impl OwnStop {
+    fn new(held: bool) -> (std::sync::Arc<OwnStop>, OwnStopSide) {
+        let (told, told_rx) = std::sync::mpsc::channel();
+        let (entered, entered_rx) = std::sync::mpsc::channel();
+        let (go_tx, go) = std::sync::mpsc::channel();
+        let stop = OwnStop { handle: Default::default(), told, entered, go: std::sync::Mutex::new(go), held };
+        (std::sync::Arc::new(stop), OwnStopSide { told: told_rx, entered: entered_rx, go: go_tx })
+    }
+
+    /// The handler's `/stop`.
+    fn stop(&self) -> Response {
+        if self.held {
+            self.entered.send(()).unwrap();
+            self.go.lock().unwrap().recv().unwrap();
+        }
+        let server = self.handle.lock().unwrap().take().expect("the handle");
+        self.told.send(server.shutdown()).unwrap();
+        Response::text("stopped")
+    }
+}
+
 /// A handler may stop its own server with `ServerHandle::shutdown`: the
 /// call waits for every other thread, not for the worker it runs on (which
 /// can end only once the handler returns), and its client gets the answer.
@@ -101,26 +141,18 @@ fn after_shutdown_returns_no_worker_holds_the_handler() {
 #[test]
 fn a_handler_that_shuts_its_own_server_down_waits_for_the_others_only() {
     let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let handle: std::sync::Arc<std::sync::Mutex<Option<httpool::ServerHandle>>> = Default::default();
-    let (told, clean) = std::sync::mpsc::channel();
-    let own = handle.clone();
+    let (own, side) = OwnStop::new(false);
+    let stop = own.clone();
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(3)
         .shutdown_grace(std::time::Duration::from_secs(60))
-        .spawn(move |req: &mut Request| {
-            if req.path() == "/stop" {
-                let server = own.lock().unwrap().take().expect("the handle");
-                told.send(server.shutdown()).unwrap();
-                return Response::text("stopped");
-            }
-            Response::text("ok")
-        })
+        .spawn(move |req: &mut Request| if req.path() == "/stop" { stop.stop() } else { Response::text("ok") })
         .unwrap();
     let mut conn = connect(server.local_addr());
-    *handle.lock().unwrap() = Some(server);
+    *own.handle.lock().unwrap() = Some(server);
     send(&mut conn, &get("/stop"));
-    assert!(clean.recv_timeout(PATIENCE).expect("shutdown returned"), "every other thread joined");
+    assert!(side.told.recv_timeout(PATIENCE).expect("shutdown returned"), "every other thread joined");
     let reply = read_reply(&mut conn, false).unwrap();
     assert_eq!((reply.status, reply.body.as_slice()), (200, b"stopped".as_slice()));
     assert_eq!(reply.header("connection"), Some("close"));
@@ -136,36 +168,26 @@ fn a_handler_that_shuts_its_own_server_down_waits_for_the_others_only() {
 #[test]
 fn a_request_waiting_for_the_worker_whose_handler_stops_the_server_is_answered() {
     let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let handle: std::sync::Arc<std::sync::Mutex<Option<httpool::ServerHandle>>> = Default::default();
-    let (told, clean) = std::sync::mpsc::channel();
-    let (entered, in_handler) = std::sync::mpsc::channel();
-    let (go, wait) = std::sync::mpsc::channel::<()>();
-    let wait = std::sync::Mutex::new(wait);
-    let own = handle.clone();
+    let (own, side) = OwnStop::new(true);
+    let stop = own.clone();
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
         .max_workers(1)
-        .spawn(move |req: &mut Request| {
-            if req.path() == "/stop" {
-                entered.send(()).unwrap();
-                wait.lock().unwrap().recv().unwrap();
-                let server = own.lock().unwrap().take().expect("the handle");
-                told.send(server.shutdown()).unwrap();
-                return Response::text("stopped");
-            }
-            Response::text(req.path().to_string())
+        .spawn(move |req: &mut Request| match req.path() {
+            "/stop" => stop.stop(),
+            path => Response::text(path.to_string()),
         })
         .unwrap();
     let addr = server.local_addr();
-    *handle.lock().unwrap() = Some(server);
+    *own.handle.lock().unwrap() = Some(server);
     let mut conn = connect(addr);
     send(&mut conn, &get("/stop"));
-    in_handler.recv_timeout(PATIENCE).unwrap();
+    side.entered.recv_timeout(PATIENCE).unwrap();
     let mut waiting = connect(addr);
     send(&mut waiting, &get("/waiting"));
-    go.send(()).unwrap();
-    assert!(clean.recv_timeout(PATIENCE).expect("shutdown returned"));
+    side.go.send(()).unwrap();
+    assert!(side.told.recv_timeout(PATIENCE).expect("shutdown returned"));
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"stopped");
     drop(conn);
     let reply = read_reply(&mut waiting, false).unwrap();
@@ -239,12 +261,8 @@ fn a_handler_that_shuts_another_server_down_waits_for_its_running_handler() {
 #[test]
 fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_waits_for_the_seats_new_thread() {
     let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let handle: std::sync::Arc<std::sync::Mutex<Option<httpool::ServerHandle>>> = Default::default();
-    let (told, clean) = std::sync::mpsc::channel();
-    let (entered, in_handler) = std::sync::mpsc::channel();
-    let (go, wait) = std::sync::mpsc::channel::<()>();
-    let wait = std::sync::Mutex::new(wait);
-    let own = handle.clone();
+    let (own, side) = OwnStop::new(true);
+    let stop = own.clone();
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(1)
@@ -258,29 +276,23 @@ fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_waits_for_the_
                 std::thread::sleep(std::time::Duration::from_millis(30));
                 Response::text("blocked")
             }
-            "/stop" => {
-                entered.send(()).unwrap();
-                wait.lock().unwrap().recv().unwrap();
-                let server = own.lock().unwrap().take().expect("the handle");
-                told.send(server.shutdown()).unwrap();
-                Response::text("stopped")
-            }
+            "/stop" => stop.stop(),
             path => Response::text(path.to_string()),
         })
         .unwrap();
     let addr = server.local_addr();
-    *handle.lock().unwrap() = Some(server);
+    *own.handle.lock().unwrap() = Some(server);
     let mut conn = connect(addr);
     send(&mut conn, &get("/block"));
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"blocked");
     send(&mut conn, &get("/stop"));
-    in_handler.recv_timeout(PATIENCE).unwrap();
+    side.entered.recv_timeout(PATIENCE).unwrap();
     let mut waiting = connect(addr);
     send(&mut waiting, &get("/waiting"));
     let reply = read_reply(&mut waiting, false).unwrap();
     assert_eq!((reply.status, reply.body.as_slice()), (200, b"/waiting".as_slice()));
-    go.send(()).unwrap();
-    assert!(clean.recv_timeout(PATIENCE).expect("shutdown returned"));
+    side.go.send(()).unwrap();
+    assert!(side.told.recv_timeout(PATIENCE).expect("shutdown returned"));
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"stopped");
     drop((conn, waiting));
     #[cfg(target_os = "linux")]
