@@ -1310,20 +1310,24 @@ fn timeouts_of_duration_max_mean_no_deadline() {
     assert_eq!(s.conn.deadline(&s.config), None);
 }
 
+/// A `101` to `ping` whose closure puts the first 4 bytes it reads in
+/// `seen`.
+fn ping_upgrade(seen: &std::sync::Arc<std::sync::Mutex<Vec<u8>>>) -> Response {
+    let seen = seen.clone();
+    Response::upgrade(move |mut conn| {
+        let mut buf = [0u8; 4];
+        if conn.read_exact(&mut buf).is_ok() {
+            seen.lock().unwrap().extend_from_slice(&buf);
+        }
+    })
+    .with_header("Upgrade", "ping")
+}
+
 /// The bytes an upgrade's closure reads first, and the wire.
 fn upgraded(chunks: &[&[u8]], config: Config) -> (String, Vec<u8>) {
     let early = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = early.clone();
-    let handler = move |_: &mut Request<'_>| {
-        let seen = seen.clone();
-        Response::upgrade(move |mut conn| {
-            let mut buf = [0u8; 4];
-            if conn.read_exact(&mut buf).is_ok() {
-                seen.lock().unwrap().extend_from_slice(&buf);
-            }
-        })
-        .with_header("Upgrade", "ping")
-    };
+    let handler = move |_: &mut Request<'_>| ping_upgrade(&seen);
     let r = run_with(config, &handler, chunks, false);
     let got = early.lock().unwrap().clone();
     (r.wire, got)
@@ -1480,14 +1484,7 @@ fn an_upgrade_whose_handler_read_the_body_first_is_made_past_the_drain_limit() {
     let seen = early.clone();
     let handler = move |req: &mut Request<'_>| {
         *got.lock().unwrap() = req.read_body(100).unwrap();
-        let seen = seen.clone();
-        Response::upgrade(move |mut conn| {
-            let mut buf = [0u8; 4];
-            if conn.read_exact(&mut buf).is_ok() {
-                seen.lock().unwrap().extend_from_slice(&buf);
-            }
-        })
-        .with_header("Upgrade", "ping")
+        ping_upgrade(&seen)
     };
     let head = [UPGRADE_HEAD.as_bytes(), b"Transfer-Encoding: chunked\r\n\r\n"].concat();
     let r = run_with(config, &handler, &[&head, b"9\r\n123456789\r\n0\r\n\r\nPING"], false);
