@@ -49,7 +49,12 @@ pub(crate) enum Listener {
         setup: sys::ListenerSetup,
     },
     #[cfg(unix)]
-    Unix(mio::net::UnixListener),
+    Unix {
+        socket: mio::net::UnixListener,
+        /// Its file, when the server bound it: held only to be dropped
+        /// (removed) after the socket closes.
+        _file: Option<SocketFile>,
+    },
 }
 
 impl Listener {
@@ -60,10 +65,11 @@ impl Listener {
     }
 
     /// Non-blocking, and on Apple systems never raising `SIGPIPE`.
+    /// `file`: the socket's file, removed when the listener closes.
     #[cfg(unix)]
-    pub(crate) fn unix(listener: std::os::unix::net::UnixListener) -> io::Result<Listener> {
+    pub(crate) fn unix(listener: std::os::unix::net::UnixListener, file: Option<SocketFile>) -> io::Result<Listener> {
         sys::set_up_unix_listener(&listener)?;
-        Ok(Listener::Unix(mio::net::UnixListener::from_std(listener)))
+        Ok(Listener::Unix { socket: mio::net::UnixListener::from_std(listener), _file: file })
     }
 
     /// True when an accepted connection has bytes to read already, so that
@@ -77,7 +83,7 @@ impl Listener {
         match self {
             Listener::Tcp { socket, .. } => ListenerWatch::tcp(socket),
             #[cfg(unix)]
-            Listener::Unix(l) => ListenerWatch::unix(l),
+            Listener::Unix { socket, .. } => ListenerWatch::unix(socket),
         }
     }
 
@@ -94,10 +100,68 @@ impl Listener {
                 Ok((Stream::Tcp(stream), Peer::Ip(addr)))
             }
             #[cfg(unix)]
-            Listener::Unix(l) => {
-                let (stream, _) = l.accept()?;
+            Listener::Unix { socket, .. } => {
+                let (stream, _) = socket.accept()?;
                 Ok((Stream::Unix(stream), Peer::Local))
             }
+        }
+    }
+}
+
+/// The file of a Unix domain socket the server bound: removed when the
+/// server is done with it (dropped), unless another socket took its path
+/// in the meantime.
+#[cfg(unix)]
+#[derive(Debug)]
+pub(crate) struct SocketFile {
+    path: std::path::PathBuf,
+    /// Device and inode: the file bound, not whatever has its path later.
+    id: (u64, u64),
+}
+
+#[cfg(unix)]
+impl SocketFile {
+    /// Binds `path`. A socket file there that nothing listens on (left by
+    /// a server that is gone) is replaced; anything else there fails with
+    /// `AddrInUse`, as the bind does.
+    pub(crate) fn bind(path: &std::path::Path) -> io::Result<(std::os::unix::net::UnixListener, SocketFile)> {
+        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::net::UnixListener;
+
+        let listener = match UnixListener::bind(path) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && SocketFile::is_stale(path) => {
+                debug!("{}: replacing a socket file nothing listens on", path.display());
+                std::fs::remove_file(path)?;
+                UnixListener::bind(path)?
+            }
+            bound => bound?,
+        };
+        let meta = std::fs::symlink_metadata(path)?;
+        Ok((listener, SocketFile { path: path.to_owned(), id: (meta.dev(), meta.ino()) }))
+    }
+
+    /// True when `path` is a socket and connecting to it is refused: no
+    /// process listens on it. (The connection is non-blocking: a live
+    /// listener with a full backlog does not hold the bind.)
+    fn is_stale(path: &std::path::Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+
+        let socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+        socket && matches!(mio::net::UnixStream::connect(path), Err(e) if e.kind() == io::ErrorKind::ConnectionRefused)
+    }
+}
+
+#[cfg(unix)]
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt;
+
+        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.id);
+        if !ours {
+            return;
+        }
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            warn!("{}: removing the socket file failed: {e}", self.path.display());
         }
     }
 }

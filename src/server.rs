@@ -14,6 +14,8 @@ use crate::config::{Config, DEFAULT_LISTEN_BACKLOG, Overload};
 use crate::handler::{Handler, IntoResponse};
 use crate::monitor::Monitor;
 use crate::net::Listener;
+#[cfg(unix)]
+use crate::net::SocketFile;
 use crate::pool::{Pool, Workers};
 use crate::request::Request;
 use crate::shared::Shared;
@@ -50,8 +52,9 @@ pub struct Server {
 #[derive(Debug)]
 enum Bound {
     Tcp(TcpListener),
+    /// With its file when bound here (removed at the end).
     #[cfg(unix)]
-    Unix(UnixListener),
+    Unix(UnixListener, Option<SocketFile>),
 }
 
 impl Server {
@@ -83,24 +86,31 @@ impl Server {
         Server { listener: Bound::Tcp(listener), config: Config::default(), stop_on_signals: None }
     }
 
-    /// Binds a Unix domain socket at `path` (which must not exist).
+    /// Binds a Unix domain socket at `path`.
     /// [`Request::peer_addr`](crate::Request::peer_addr) is `None` for its
     /// clients. Unix only.
     ///
+    /// A socket file already at `path` that no process listens on (left by
+    /// a server that did not stop cleanly) is replaced. The file is removed
+    /// when the server stops (if it still is this socket's), or when the
+    /// `Server` is dropped unstarted.
+    ///
     /// # Errors
     ///
-    /// The error of binding `path`.
+    /// The error of binding `path`: `AddrInUse` when a process listens on
+    /// it, or it is not a socket.
     #[cfg(unix)]
     pub fn bind_unix(path: impl AsRef<Path>) -> io::Result<Server> {
-        Ok(Server::from_unix_listener(UnixListener::bind(path)?))
+        let (listener, file) = SocketFile::bind(path.as_ref())?;
+        Ok(Server { listener: Bound::Unix(listener, Some(file)), config: Config::default(), stop_on_signals: None })
     }
 
     /// Serves on a Unix domain socket listener bound elsewhere (on macOS
     /// given `SO_NOSIGPIPE`, as in [`from_listener`](Server::from_listener)).
-    /// Unix only.
+    /// Its file is left where it is when the server stops. Unix only.
     #[cfg(unix)]
     pub fn from_unix_listener(listener: UnixListener) -> Server {
-        Server { listener: Bound::Unix(listener), config: Config::default(), stop_on_signals: None }
+        Server { listener: Bound::Unix(listener, None), config: Config::default(), stop_on_signals: None }
     }
 
     /// The configuration the builder holds (for `TestServer::config_of`).
@@ -118,7 +128,7 @@ impl Server {
         match &self.listener {
             Bound::Tcp(l) => l.local_addr(),
             #[cfg(unix)]
-            Bound::Unix(_) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
+            Bound::Unix(..) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
         }
     }
 
@@ -607,7 +617,7 @@ impl Server {
         // TLS runs over TCP only: a Unix socket's clients would be served
         // plaintext, the configuration silently ignored.
         #[cfg(all(unix, feature = "tls"))]
-        if self.config.tls.is_some() && matches!(self.listener, Bound::Unix(_)) {
+        if self.config.tls.is_some() && matches!(self.listener, Bound::Unix(..)) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "TLS is not served on a Unix domain socket"));
         }
         let addr = self.local_addr()?;
@@ -615,7 +625,7 @@ impl Server {
             let set = match &self.listener {
                 Bound::Tcp(l) => sys::set_backlog(l, backlog),
                 #[cfg(unix)]
-                Bound::Unix(l) => sys::set_backlog(l, backlog),
+                Bound::Unix(l, _) => sys::set_backlog(l, backlog),
             };
             if let Err(e) = set {
                 warn!("setting the listen backlog to {backlog} failed: {e}");
@@ -624,7 +634,7 @@ impl Server {
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
             #[cfg(unix)]
-            Bound::Unix(l) => Listener::unix(l)?,
+            Bound::Unix(l, file) => Listener::unix(l, file)?,
         };
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         let mut config = self.config;

@@ -61,6 +61,68 @@ fn serves_a_unix_domain_socket() {
     assert!(server.shutdown());
 }
 
+/// `bind_unix` owns its socket file: one left by a server that is gone
+/// (nothing listens on it) is replaced, a live one is not, and the server
+/// removes its own when it stops.
+#[test]
+#[cfg(unix)]
+fn bind_unix_replaces_a_stale_socket_file_and_removes_its_own_at_shutdown() {
+    use std::io::Write;
+
+    let unix = common::UnixPath::new("stale");
+    // A server gone: its socket closed, its file left.
+    drop(std::os::unix::net::UnixListener::bind(&unix.path).unwrap());
+    assert!(std::fs::symlink_metadata(&unix.path).is_ok());
+    let server = Server::bind_unix(&unix.path).unwrap().workers(1).spawn(peer_handler).unwrap();
+    let (mut writer, mut reader) = unix.open();
+    writer.write_all(&get("/")).unwrap();
+    assert_eq!(read_reply(&mut reader, false).unwrap().status, 200);
+    // A second server finds the socket live: refused, and the file kept.
+    let second = Server::bind_unix(&unix.path).unwrap_err();
+    assert_eq!(second.kind(), std::io::ErrorKind::AddrInUse);
+    writer.write_all(&get("/")).unwrap();
+    assert_eq!(read_reply(&mut reader, false).unwrap().status, 200);
+    drop((writer, reader));
+    assert!(server.shutdown());
+    let after = std::fs::symlink_metadata(&unix.path).map(|_| ());
+    assert_eq!(after.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+}
+
+/// Anything at the path but a socket nothing listens on is left alone: a
+/// file that is not a socket fails the bind, and is kept as it was.
+#[test]
+#[cfg(unix)]
+fn bind_unix_leaves_a_file_that_is_not_a_socket() {
+    let unix = common::UnixPath::new("not-socket");
+    std::fs::write(&unix.path, b"data").unwrap();
+    let err = Server::bind_unix(&unix.path).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+    assert_eq!(std::fs::read(&unix.path).unwrap(), b"data");
+}
+
+/// A socket that took over the path while the server ran (a new server,
+/// the old file moved aside) is not removed when the old one stops; a
+/// listener given to the server keeps its file too.
+#[test]
+#[cfg(unix)]
+fn a_stopping_server_removes_no_socket_file_but_the_one_it_bound() {
+    let unix = common::UnixPath::new("taken-over");
+    let server = Server::bind_unix(&unix.path).unwrap().workers(1).spawn(peer_handler).unwrap();
+    // Moved aside, so that the new socket cannot reuse its inode.
+    std::fs::rename(&unix.path, unix.path.with_extension("old")).unwrap();
+    let newer = std::os::unix::net::UnixListener::bind(&unix.path).unwrap();
+    assert!(server.shutdown());
+    let _still_there = std::os::unix::net::UnixStream::connect(&unix.path).unwrap();
+    newer.accept().unwrap();
+    drop(newer);
+
+    std::fs::remove_file(&unix.path).unwrap();
+    let given = std::os::unix::net::UnixListener::bind(&unix.path).unwrap();
+    let server = Server::from_unix_listener(given).workers(1).spawn(peer_handler).unwrap();
+    assert!(server.shutdown());
+    assert!(std::fs::symlink_metadata(&unix.path).is_ok());
+}
+
 /// The Unix-socket side of `no_request_lost.rs`'s idle-close race: a
 /// request sent on a kept-alive connection as its idle deadline passes is
 /// answered, or meets the end of the stream, never a reset. (A Unix socket

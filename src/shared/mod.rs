@@ -480,7 +480,7 @@ pub(crate) mod tests {
         use std::os::unix::net::{UnixListener, UnixStream};
         let path = std::env::temp_dir().join(format!("httpool-r3-{}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let listener = Listener::unix(UnixListener::bind(&path).unwrap()).unwrap();
+        let listener = Listener::unix(UnixListener::bind(&path).unwrap(), None).unwrap();
         assert!(!listener.delivers_data());
         let mut config = Config::default();
         config.queue_depth = 1;
