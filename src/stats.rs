@@ -69,6 +69,12 @@ pub struct Stats {
     /// Worker threads that retired after waiting idle for the
     /// [`worker_idle_timeout`](crate::Server::worker_idle_timeout).
     pub threads_retired: u64,
+    /// Looks the monitor took at the workers since start: one a
+    /// millisecond while some worker is busy, one every 250 ms when all
+    /// are idle. A handler call that spans two or more is judged for
+    /// blocking (and its worker's seat may be handed over meanwhile); a
+    /// count that stops moving under load means a stalled monitor.
+    pub monitor_ticks: u64,
 }
 
 /// Thread counts for a [`Stats`] snapshot.
@@ -216,7 +222,7 @@ impl Counters {
         self.unsent.load(Relaxed)
     }
 
-    pub(crate) fn snapshot(&self, parked: usize, queued: usize, threads: Threads) -> Stats {
+    pub(crate) fn snapshot(&self, parked: usize, queued: usize, threads: Threads, ticks: u64) -> Stats {
         let accepted = self.accepted.get();
         let open = accepted.saturating_sub(self.closed.get());
         Stats {
@@ -241,6 +247,7 @@ impl Counters {
             idle_threads: threads.idle as u64,
             threads_spawned: threads.spawned,
             threads_retired: threads.retired,
+            monitor_ticks: ticks,
         }
     }
 }

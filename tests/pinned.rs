@@ -120,11 +120,12 @@ fn every_worker_runs_on_the_cpu_of_the_seat_it_sits_at() {
         one_more_beside(found, core, &allowed, &blocked)
     });
     // The handler blocks a while longer: a call across two ticks of the
-    // monitor or more (a millisecond each while the server is busy) marks
-    // its connection as one whose handler blocks, which the next call
-    // below relies on. (Released as soon as the thread above showed up, it
-    // could end a tick after it began, and count as quick.)
-    std::thread::sleep(Duration::from_millis(50));
+    // monitor or more marks its connection as one whose handler blocks,
+    // which the next call below relies on. (Released as soon as the thread
+    // above showed up, it could end a tick after it began, and count as
+    // quick.) The call began before this count was read.
+    let ticks = server.stats().monitor_ticks;
+    wait_for(&server, "two ticks of the monitor during the call", |s| s.monitor_ticks >= ticks + 2);
     // Whichever thread retires once the handler is done, every seat keeps
     // a thread on its CPU.
     release.send(()).unwrap();

@@ -121,6 +121,9 @@ fn a_trivial_request_is_served_while_every_core_thread_blocks() {
     send(&mut other, &get("/"));
     assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
     assert!(server.stats().threads_spawned > 2, "{:?}", server.stats());
+    // The monitor that started it looks again and again while they block.
+    let ticks = server.stats().monitor_ticks;
+    wait_for(&server, "the monitor's next looks", |s| s.monitor_ticks >= ticks + 2);
     gate.open();
     for conn in &mut blocked {
         assert_eq!(read_reply(conn, false).unwrap().body, b"done");

@@ -270,10 +270,14 @@ fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_waits_for_the_
         .pin_workers(false)
         .shutdown_grace(std::time::Duration::from_secs(60))
         .spawn(move |req: &mut Request| match req.path() {
-            // Blocks across monitor ticks: the connection's next call is
-            // expected to block, its seat let go before it.
+            // Blocks across two monitor ticks or more: the connection's
+            // next call is expected to block, its seat let go before it.
             "/block" => {
-                std::thread::sleep(std::time::Duration::from_millis(30));
+                let ticks = || stop.handle.lock().unwrap().as_ref().expect("the handle").stats().monitor_ticks;
+                let began = ticks();
+                while ticks() < began + 2 {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
                 Response::text("blocked")
             }
             "/stop" => stop.stop(),
