@@ -357,9 +357,13 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
             Then::Linger => return close_lingering(conn, io, cx),
             Then::Abort => return close(conn, io, cx, false),
         }
-        // A client that waits for each answer has not sent its next request
-        // yet: after a read that emptied the socket, park at once.
-        if !conn.has_unparsed() && turn.dry {
+        if conn.has_unparsed() {
+            // The next request came before this answer.
+            conn.pipelined = true;
+        } else if turn.dry {
+            // A client that waits for each answer has not sent its next
+            // request yet: after a read that emptied the socket, park at
+            // once.
             match park(conn, io, cx, &mut turn) {
                 Some(next) => return next,
                 None => continue,

@@ -18,9 +18,10 @@ pub(super) const LINGER_SLICE: Duration = Duration::from_millis(10);
 /// short by a failing body), input the client sent that the worker has not
 /// read — requests pipelined behind a `Connection: close`, or behind the
 /// cut answer — would turn the close into a reset that can destroy the
-/// answers the client has not read: when a read finds any, the close
-/// lingers instead. (After the end of the client's stream, or a failed
-/// read of its body, it closes at once.)
+/// answers the client has not read: when a read finds any, or the client
+/// has pipelined on this connection (its next request may be on the way),
+/// the close lingers instead. (After the end of the client's stream, or a
+/// failed read of its body, it closes at once.)
 pub(super) fn close<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
@@ -30,7 +31,7 @@ pub(super) fn close<T: Transport, H: ?Sized>(
     if let Some(next) = flush(conn, io, cx, Then::Close) {
         return next;
     }
-    if answered && has_unread_input(conn, io) {
+    if answered && (conn.pipelined || has_unread_input(conn, io)) {
         return close_lingering(conn, io, cx);
     }
     if let Some(next) = end_whole(conn, io, cx, Then::Close) {

@@ -88,6 +88,10 @@ pub(crate) struct ConnState {
     /// An answer was cut short: the connection closes without ending its
     /// session as a whole one (no TLS close_notify).
     torn: bool,
+    /// The client has sent a request before the answer to the one before
+    /// it: it may have sent more that no read has seen yet, so a close the
+    /// server chooses lingers (see [`close`](super::close::close)).
+    pub(crate) pipelined: bool,
 }
 
 impl Default for ConnState {
@@ -109,6 +113,7 @@ impl ConnState {
             share: None,
             refused: false,
             torn: false,
+            pipelined: false,
         }
     }
 

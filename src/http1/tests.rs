@@ -908,6 +908,32 @@ fn a_failing_stream_closure_closes_the_connection() {
     assert!(r.lingering, "{:?}", r.outcomes);
 }
 
+/// A close the server chooses after a client has pipelined lingers though
+/// nothing more is here yet: the client sends ahead of the answers, and a
+/// request it sent before reading the `close` would otherwise meet a
+/// closed socket, whose reset can destroy the answers not yet read. A
+/// client that waits for each answer is closed at once.
+#[test]
+fn a_close_the_server_chooses_after_the_client_pipelined_lingers() {
+    let handler = |req: &mut Request<'_>| match req.path() {
+        "/last" => Response::text("bye").with_close(),
+        _ => Response::text("hi"),
+    };
+    let pipelined = "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /last HTTP/1.1\r\nHost: a\r\n\r\n";
+    let behind = "GET /behind HTTP/1.1\r\nHost: a\r\n\r\n";
+    let r = run(&handler, &[pipelined.as_bytes(), behind.as_bytes()]);
+    assert_eq!(r.wire.matches("HTTP/1.1 200").count(), 2, "{}", r.wire);
+    assert!(r.wire.ends_with("Connection: close\r\n\r\nbye"), "{}", r.wire);
+    assert!(r.lingering, "{:?}", r.outcomes);
+    assert_eq!(r.requests, 2);
+    // One at a time: closed at once.
+    let one = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n";
+    let last = "GET /last HTTP/1.1\r\nHost: a\r\n\r\n";
+    let r = run(&handler, &[one.as_bytes(), last.as_bytes()]);
+    assert_eq!(r.outcomes, [Next::Park, Next::Close]);
+    assert!(!r.lingering);
+}
+
 /// How a connection's session ends, as TLS tells the client (RFC 9112
 /// §9.8): whole (close_notify) after an answer that went out whole, at
 /// once or lingering; torn (none) after one cut short, at once or
@@ -999,8 +1025,9 @@ fn a_stream_that_swallows_a_failed_flush_is_still_cut_short() {
 
 /// A body's own code that panics (a stream's closure, a reader's `read`)
 /// cuts its answer short like an error: the answer queued before it still
-/// goes out whole, and the connection closes. (Left to the worker, the
-/// panic dropped the queued answers with the connection.)
+/// goes out whole, and the connection closes, lingering (the client has
+/// pipelined). (Left to the worker, the panic dropped the queued answers
+/// with the connection.)
 #[test]
 fn a_panicking_body_cuts_its_answer_short_after_the_answers_before_it() {
     struct Boom;
@@ -1024,7 +1051,8 @@ fn a_panicking_body_cuts_its_answer_short_after_the_answers_before_it() {
             second.starts_with("HTTP/1.1 200 OK\r\n") && second.ends_with("Transfer-Encoding: chunked\r\n\r\n"),
             "{path}: {second}"
         );
-        assert_eq!(r.outcomes, [Next::Close], "{path}");
+        assert_eq!(r.outcomes, [Next::Park], "{path}");
+        assert!(r.lingering, "{path}");
     }
 }
 
