@@ -70,10 +70,11 @@ pub struct Stats {
     /// [`worker_idle_timeout`](crate::Server::worker_idle_timeout).
     pub threads_retired: u64,
     /// Looks the monitor took at the workers since start: one a
-    /// millisecond while some worker is busy, one every 250 ms when all
-    /// are idle. A handler call that spans two or more is judged for
-    /// blocking (and its worker's seat may be handed over meanwhile); a
-    /// count that stops moving under load means a stalled monitor.
+    /// millisecond while some worker is busy (and for 50 ms after), fewer
+    /// when all are idle (at the next deadline, at least every 250 ms). A
+    /// handler call that spans two or more is judged for blocking (and its
+    /// worker's seat may be handed over meanwhile); a count that stops
+    /// moving under load means a stalled monitor.
     pub monitor_ticks: u64,
 }
 
