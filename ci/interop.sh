@@ -7,7 +7,9 @@
 #   TLS      curl against examples/tls (self-signed certificate), reuse
 #   nginx    as a keep-alive reverse proxy in front of testolope (wrk load;
 #            no 5xx, upstream connections reused) and echo (a chunked upload
-#            streamed through with proxy_request_buffering off)
+#            streamed through with proxy_request_buffering off), and of echo
+#            on a Unix domain socket (its file removed at SIGTERM, and a
+#            file left by SIGKILL replaced at the next start)
 #   HAProxy  in front of testolope (http-reuse always): wrk on /testolope
 #            and on the blocking /sleep at once; no 5xx, no errors, no
 #            retries by HAProxy's own counters
@@ -145,6 +147,26 @@ start() {
     wait_port "$name" "$!" "$port" "$tmp/$name.log"
 }
 
+# start_unix NAME SOCKET CMD...: as start, for a server on a Unix domain
+# socket: waits (at most 10 s) until a request on SOCKET is answered.
+start_unix() {
+    local name=$1 sock=$2 pid
+    shift 2
+    "$@" >"$tmp/$name.log" 2>&1 &
+    pid=$!
+    pids+=("$pid")
+    for _ in $(seq 100); do
+        if curl --silent --max-time 2 --unix-socket "$sock" -o /dev/null http://localhost/ 2>/dev/null; then
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    say "FAIL: $name did not answer on $sock; its log:"
+    cat "$tmp/$name.log" >&2
+    exit 1
+}
+
 # Every client call is bounded.
 CURL=(curl --silent --show-error --max-time 30)
 
@@ -156,6 +178,9 @@ start echo "$echo_port" "$bin/echo" "127.0.0.1:$echo_port"
 testolope_port=$(free_port)
 start testolope "$testolope_port" "$bin/testolope" "127.0.0.1:$testolope_port"
 E="http://127.0.0.1:$echo_port"
+sock="$tmp/echo.sock"
+start_unix echo-unix "$sock" "$bin/echo" "unix:$sock"
+echo_unix_pid=${pids[${#pids[@]} - 1]}
 
 # ---------------------------------------------------------------- curl
 say "curl $(curl --version | head -n 1 | cut -d' ' -f2) against echo on $E"
@@ -269,10 +294,20 @@ http {
         keepalive 32;
         keepalive_timeout 4s;
     }
+    upstream echo_unix {
+        server unix:$sock;
+        keepalive 8;
+        keepalive_timeout 4s;
+    }
     server {
         listen 127.0.0.1:$nginx_port;
         location /testolope {
             proxy_pass http://testolope;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+        location /unix/ {
+            proxy_pass http://echo_unix;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
@@ -302,6 +337,39 @@ if [[ $out == 200 ]] && cmp -s "$tmp/200k.bin" "$tmp/nginx-echo.out"; then
     ok "nginx → echo: chunked upload (200 KB, proxy_request_buffering off) echoed exactly"
 else
     not_ok "nginx → echo chunked upload: status '$out', echo matches: $(cmp -s "$tmp/200k.bin" "$tmp/nginx-echo.out" && echo yes || echo no)"
+fi
+
+# echo on a Unix domain socket behind nginx; stopped by SIGTERM, it
+# removes its socket file; killed, it leaves the file, and the next server
+# started on the path replaces it.
+unix_echoed() {
+    local out
+    out=$("${CURL[@]}" --data-binary @"$tmp/4k.bin" -o "$tmp/nginx-unix.out" -w '%{http_code}' "$N/unix/$1" 2>&1) || true
+    [[ $out == 200 ]] && cmp -s "$tmp/4k.bin" "$tmp/nginx-unix.out"
+}
+if unix_echoed a && unix_echoed b; then
+    ok "nginx → echo on a Unix domain socket: two 4 KB bodies echoed exactly"
+else
+    not_ok "nginx → echo on a Unix domain socket: $(tail -n 3 "$ngx/logs/error.log" | tr '\n' '|')"
+fi
+kill -TERM "$echo_unix_pid"
+unix_rc=0
+wait "$echo_unix_pid" || unix_rc=$?
+if [[ $unix_rc == 0 && ! -e $sock ]]; then
+    ok "echo on a Unix domain socket: SIGTERM stops it (exit 0) and its socket file is removed"
+else
+    not_ok "echo on a Unix domain socket after SIGTERM: exit $unix_rc, socket file left: $([[ -e $sock ]] && echo yes || echo no)"
+fi
+start_unix echo-unix-killed "$sock" "$bin/echo" "unix:$sock"
+killed_pid=${pids[${#pids[@]} - 1]}
+kill -KILL "$killed_pid"
+wait "$killed_pid" 2>/dev/null || true
+left=$([[ -S $sock ]] && echo yes || echo no)
+start_unix echo-unix-again "$sock" "$bin/echo" "unix:$sock"
+if [[ $left == yes ]] && unix_echoed c; then
+    ok "a socket file left by a killed server is replaced by the next one, served behind nginx"
+else
+    not_ok "restart on a Unix socket file left by SIGKILL: file left '$left'; $(tail -n 3 "$tmp/echo-unix-again.log" | tr '\n' '|')"
 fi
 
 out=$("${CURL[@]}" -w ' %{http_code}' "$N/testolope") || true

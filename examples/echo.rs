@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release --example echo -- 127.0.0.1:8080
+//! cargo run --release --example echo -- unix:/tmp/echo.sock   # Unix only
 //! ```
 
 use std::io::{self, Read};
@@ -19,6 +20,12 @@ pub fn echo(req: &mut Request) -> io::Result<Response> {
 
 fn main() -> io::Result<()> {
     let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8080".into());
+    #[cfg(unix)]
+    if let Some(path) = addr.strip_prefix("unix:") {
+        let server = Server::bind_unix(path)?;
+        eprintln!("echo listening on unix:{path}");
+        return server.serve(echo);
+    }
     let server = Server::bind(&addr)?;
     eprintln!("echo listening on http://{}", server.local_addr()?);
     server.serve(echo)
