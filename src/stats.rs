@@ -16,6 +16,12 @@ pub struct Stats {
     pub open: u64,
     /// Open connections parked, waiting for bytes (idle or mid-head).
     pub parked: u64,
+    /// Of those parked, kept-alive connections idle between requests (no
+    /// byte of the next one has come): the ones that may be closed to make
+    /// room for new clients at
+    /// [`max_connections`](crate::Server::max_connections); nginx's
+    /// "waiting".
+    pub idle: u64,
     /// Open connections queued for or held by a worker.
     pub active: u64,
     /// Ready connections waiting for a worker (bounded by `queue_depth` for
@@ -223,13 +229,14 @@ impl Counters {
         self.unsent.load(Relaxed)
     }
 
-    pub(crate) fn snapshot(&self, parked: usize, queued: usize, threads: Threads, ticks: u64) -> Stats {
+    pub(crate) fn snapshot(&self, parked: usize, idle: usize, queued: usize, threads: Threads, ticks: u64) -> Stats {
         let accepted = self.accepted.get();
         let open = accepted.saturating_sub(self.closed.get());
         Stats {
             accepted,
             open,
             parked: parked as u64,
+            idle: idle as u64,
             active: open.saturating_sub(parked as u64),
             queued: queued as u64,
             requests: self.requests.iter().map(Padded::get).sum(),

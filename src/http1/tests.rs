@@ -797,7 +797,7 @@ fn a_body_being_collected_earns_time_at_the_least_rate() {
     io.release();
     assert_eq!(s.serve(&mut io), Next::Park);
     assert!(io.written.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    assert_eq!(s.counters.snapshot(0, 0, Default::default(), 0).buffered_body_bytes, 0);
+    assert_eq!(s.counters.snapshot(0, 0, 0, Default::default(), 0).buffered_body_bytes, 0);
 }
 
 /// The time a body being collected has earned counts when its next bytes
@@ -829,7 +829,7 @@ fn a_grown_buffer_holds_its_share_until_it_shrinks() {
     let mut wire = first;
     wire.extend_from_slice(&second);
     let mut io = Script::new(&[&wire[..30000], &wire[30000..], b"\r\n\r\n", &[b'y'; 30000], &[b'y'; 10000]]);
-    let held = |s: &Served<'_>| s.counters.snapshot(0, 0, Default::default(), 0).buffered_body_bytes;
+    let held = |s: &Served<'_>| s.counters.snapshot(0, 0, 0, Default::default(), 0).buffered_body_bytes;
     let share = s.config.body_buffer_bytes as u64;
     for _ in 0..4 {
         io.release();
@@ -1665,7 +1665,7 @@ fn a_flood_of_empty_lines_yields_its_turn_and_meets_its_deadline() {
     }
     assert!(io.shut_write, "the connection was not closed: {next:?}");
     assert_eq!(io.written, b"");
-    assert_eq!(s.counters.snapshot(0, 0, Default::default(), 0).timeouts, 1);
+    assert_eq!(s.counters.snapshot(0, 0, 0, Default::default(), 0).timeouts, 1);
 }
 
 /// At shutdown, a turn that ends on its share of empty lines does not close
@@ -1704,7 +1704,7 @@ fn empty_lines_past_the_deadline_close_the_connection_as_it_parks() {
     io.release();
     assert_eq!(s.serve(&mut io), Next::Close);
     assert_eq!(io.written, b"");
-    assert_eq!(s.counters.snapshot(0, 0, Default::default(), 0).timeouts, 1);
+    assert_eq!(s.counters.snapshot(0, 0, 0, Default::default(), 0).timeouts, 1);
     // A kept-alive connection whose idle time is up (at once, here): an
     // empty line closes it, a request is served.
     let config = Config { idle_timeout: Duration::ZERO, ..Config::default() };
@@ -2486,7 +2486,7 @@ fn at_shutdown_an_idle_tls_connection_does_not_wait_for_room_for_close_notify() 
     assert_eq!(s.serve(&mut io), Next::Close);
     assert_eq!(io.stalls, 1, "the worker waited for room for close_notify");
     assert!(io.shut_write);
-    assert_eq!(s.counters.snapshot(0, 0, Default::default(), 0).timeouts, 0);
+    assert_eq!(s.counters.snapshot(0, 0, 0, Default::default(), 0).timeouts, 0);
 }
 
 /// A valid chunked body whose collected part (`body_buffer_bytes` past the

@@ -391,7 +391,7 @@ impl Shared {
     /// The counts behind [`Stats`](crate::Stats).
     pub(crate) fn snapshot(&self) -> crate::Stats {
         let load = self.engine.load();
-        self.counters.snapshot(load.parked, load.queued, load.threads, self.ticks())
+        self.counters.snapshot(load.parked, load.idle, load.queued, load.threads, self.ticks())
     }
 }
 
