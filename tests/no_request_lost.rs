@@ -142,9 +142,10 @@ fn empty_lines_do_not_keep_a_connection_open_past_its_deadline() {
 }
 
 /// `Duration::MAX` — "no limit" — for every timeout keeps the server
-/// serving: keep-alive requests that park in between, a head sent in two
-/// parts, a body read in two parts, and a graceful shutdown. (An unchecked
-/// `Instant + Duration` used to panic each worker at its first park.)
+/// serving: keep-alive requests that park in between, a head that parks
+/// awaiting its body, a chunked body that parks between its parts, and a
+/// graceful shutdown. (An unchecked `Instant + Duration` used to panic each
+/// worker at its first park.)
 #[test]
 fn every_timeout_of_duration_max_keeps_the_server_serving() {
     let server = Server::bind("127.0.0.1:0")
@@ -164,16 +165,18 @@ fn every_timeout_of_duration_max_keeps_the_server_serving() {
         let head = format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", body.len());
         send(&mut conn, head.as_bytes());
         if i % 2 == 1 {
-            // The head alone parks (awaiting its small body).
-            wait_for(&server, "the connection to park", |s| s.parked == 1);
+            // The head alone parks, awaiting its small body: parked as
+            // before, but no longer idle.
+            wait_for(&server, "the head to park", |s| s.parked == 1 && s.idle == 0);
         }
         send(&mut conn, body.as_bytes());
         let reply = read_reply(&mut conn, false).unwrap();
         assert_eq!((reply.status, reply.body), (200, body.into_bytes()));
-        wait_for(&server, "the connection to park between requests", |s| s.parked == 1);
+        wait_for(&server, "the connection to park idle between requests", |s| s.parked == 1 && s.idle == 1);
     }
-    // A chunked body, read by the handler in two parts.
+    // A chunked body in two parts, the second once the first has parked.
     send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+    wait_for(&server, "the first part to park", |s| s.parked == 1 && s.idle == 0);
     send(&mut conn, b"2\r\nde\r\n0\r\n\r\n");
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"abcde");
     assert!(server.shutdown());
