@@ -40,7 +40,15 @@ pub(crate) struct Accepting {
     waiting: AtomicBool,
     /// Accepting is paused after an error such as `EMFILE`.
     paused_until: Mutex<Option<Instant>>,
+    /// Runs once, just after the next look at the load: a test's stand-in
+    /// for another thread acting then.
+    #[cfg(test)]
+    after_look: Mutex<Option<AfterLook>>,
 }
+
+/// What a test runs just after an accept pass's look at the load.
+#[cfg(test)]
+type AfterLook = Box<dyn FnOnce(&Shared) + Send>;
 
 /// What accept passes hold under one lock.
 struct Door {
@@ -88,6 +96,8 @@ impl Accepting {
             one: OnePass::default(),
             waiting: AtomicBool::new(false),
             paused_until: Mutex::new(None),
+            #[cfg(test)]
+            after_look: Mutex::new(None),
         }
     }
 
@@ -200,16 +210,22 @@ impl Shared {
                 // A client for whom a close lingers waits for it under
                 // `Overload::Reject` too: refused, it would have cost an
                 // idle connection for nothing.
-                if wait || room == Room::Coming {
-                    // Its room comes when the close made for it ends its
-                    // linger, or when a connection closes.
+                if !wait && room != Room::Coming {
+                    self.reject(stream, peer, &mut date);
+                    continue;
+                }
+                // Its room comes when the close made for it ends its
+                // linger, or when a connection closes. The flag goes up
+                // before a last look, as above: a slot freed since the look
+                // this pass went by (or since `make_room` found no idle
+                // connection) shows in it, and one freed after finds the
+                // flag.
+                self.accepting.waiting.store(true, Ordering::Release);
+                if self.pressure(last, taken_next).saturated {
                     *next = Some((stream, peer));
                     *room_coming = room == Room::Coming;
-                    self.accepting.waiting.store(true, Ordering::Release);
                     return;
                 }
-                self.reject(stream, peer, &mut date);
-                continue;
             }
             #[cfg(feature = "tls")]
             let Some(stream) = self.secure(stream, peer) else { continue };
@@ -222,6 +238,10 @@ impl Shared {
     /// takes next (a worker's pass), which wait for no other worker.
     fn pressure(&self, ignore_queue: bool, taken_next: usize) -> Pressure {
         let load = self.engine.load();
+        #[cfg(test)]
+        if let Some(then) = self.accepting.after_look.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            then(self);
+        }
         let queue_full = !ignore_queue && load.queued.saturating_sub(taken_next) >= self.config.queue_depth;
         let full = load.open >= self.config.max_connections;
         Pressure { saturated: queue_full || full, room_to_make: full && !queue_full && load.idle > 0 }
@@ -492,6 +512,65 @@ mod tests {
         assert!(matches!(closed, IdleClose::Lingering), "the lingering close was handed back as a request to serve");
         // A worker ends the linger (it reads the end of stream).
         assert_eq!(shared.engine.load().queued, 1);
+    }
+
+    /// A client held at `max_connections` for want of room (the idle
+    /// connection closed for it had a request after all) waits for the
+    /// next pass; a connection closes just after that pass looks at the
+    /// load, and its closer finds no accept waiting (the pass took the flag
+    /// down to run). The pass must not hold the client again with a slot
+    /// free: nobody would accept it until the monitor's next look (up to
+    /// 250 ms). The flag went up only after the look.
+    #[cfg(unix)]
+    #[test]
+    fn a_held_client_is_admitted_when_a_connection_closes_just_after_the_look() {
+        use std::io::Write;
+        use std::os::unix::net::{UnixListener, UnixStream};
+
+        use crate::net::{Peer, Stream};
+        let path = std::env::temp_dir().join(format!("httpool-held-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = Listener::unix(UnixListener::bind(&path).unwrap(), None).unwrap();
+        let config = Config { max_connections: 2, ..Config::default() };
+        let shared = Shared::new(config, listener, 1).unwrap();
+        // One connection held by a worker; one parked idle, kept alive,
+        // whose client has just sent its next request.
+        let (stream, peer) = conn_pair();
+        let make = |place, _| Connection::new(stream, peer, ConnState::default(), place, 0);
+        let busy = shared.engine.admit(make, None).expect("held by the caller");
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let mut state = ConnState::default();
+        state.phase.idle();
+        let make = |place, _| {
+            Connection::new(Stream::Unix(mio::net::UnixStream::from_std(ours)), Peer::Local, state, place, 0)
+        };
+        let idle = shared.engine.admit(make, None).expect("held by the caller");
+        assert!(shared.park(idle).is_none());
+        theirs.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        // A new client: the pass takes it, finds the idle connection has a
+        // request (queued to be served) and none other, and holds the client.
+        let _client = UnixStream::connect(&path).unwrap();
+        shared.accept(0, false);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!((shared.snapshot().accepted, shared.engine.load().queued), (0, 1), "the client is held");
+        // A thread takes the flag and runs the next pass; the busy
+        // connection closes just after its look, and its worker checks
+        // the flag, down.
+        assert!(shared.take_accept_waiting());
+        *shared.accepting.after_look.lock().unwrap() = Some(Box::new(move |shared: &Shared| {
+            shared.close(busy);
+            if shared.take_accept_waiting() {
+                shared.accept(0, true);
+            }
+        }));
+        shared.accept(0, false);
+        let load = shared.engine.load();
+        assert_eq!(
+            (shared.snapshot().accepted, load.open),
+            (1, 2),
+            "the client was held with a slot free, and nobody to accept it"
+        );
     }
 
     /// In each round, threads at once add work and ask for a pass that
