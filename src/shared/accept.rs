@@ -215,14 +215,18 @@ impl Shared {
                     continue;
                 }
                 // Its room comes when the close made for it ends its
-                // linger, or when a connection closes. The flag goes up
-                // before a last look, as above: a slot freed since the look
-                // this pass went by (or since `make_room` found no idle
-                // connection) shows in it, and one freed after finds the
-                // flag.
+                // linger, or when a connection closes or parks idle. The
+                // flag goes up before a last look, as above: what changed
+                // since the look this pass went by (or since `make_room`
+                // found no idle connection) shows in it, and what changes
+                // after finds the flag.
                 self.accepting.waiting.store(true, Ordering::Release);
-                if self.pressure(last, taken_next).saturated {
+                let again = self.pressure(last, taken_next);
+                if again.saturated {
                     *next = Some((stream, peer));
+                    if room == Room::Lacking && again.room_to_make {
+                        continue;
+                    }
                     *room_coming = room == Room::Coming;
                     return;
                 }
@@ -570,6 +574,60 @@ mod tests {
             (shared.snapshot().accepted, load.open),
             (1, 2),
             "the client was held with a slot free, and nobody to accept it"
+        );
+    }
+
+    /// As above, but the connection that changes just after the look parks
+    /// idle, kept alive, instead of closing: its worker finds no accept
+    /// waiting, and the pass must close it for the held client rather than
+    /// hold the client again.
+    #[cfg(unix)]
+    #[test]
+    fn a_held_client_gets_room_when_a_connection_parks_idle_just_after_the_look() {
+        use std::io::Write;
+        use std::os::unix::net::{UnixListener, UnixStream};
+
+        use crate::net::{Peer, Stream};
+        let path = std::env::temp_dir().join(format!("httpool-held-idle-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = Listener::unix(UnixListener::bind(&path).unwrap(), None).unwrap();
+        let config = Config { max_connections: 2, ..Config::default() };
+        let shared = Shared::new(config, listener, 1).unwrap();
+        // One connection held by a worker, about to park idle, kept alive;
+        // one parked idle whose client has just sent its next request.
+        let idle_state = || {
+            let mut state = ConnState::default();
+            state.phase.idle();
+            state
+        };
+        let (stream, peer) = conn_pair();
+        let make = |place, _| Connection::new(stream, peer, idle_state(), place, 0);
+        let busy = shared.engine.admit(make, None).expect("held by the caller");
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let make = |place, _| {
+            Connection::new(Stream::Unix(mio::net::UnixStream::from_std(ours)), Peer::Local, idle_state(), place, 0)
+        };
+        let idle = shared.engine.admit(make, None).expect("held by the caller");
+        assert!(shared.park(idle).is_none());
+        theirs.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        let _client = UnixStream::connect(&path).unwrap();
+        shared.accept(0, false);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!((shared.snapshot().accepted, shared.engine.load().queued), (0, 1), "the client is held");
+        assert!(shared.take_accept_waiting());
+        *shared.accepting.after_look.lock().unwrap() = Some(Box::new(move |shared: &Shared| {
+            assert!(shared.park(busy).is_none());
+            if shared.take_accept_waiting() {
+                shared.accept(0, true);
+            }
+        }));
+        shared.accept(0, false);
+        let stats = shared.snapshot();
+        assert_eq!(
+            (stats.accepted, stats.reclaimed),
+            (1, 1),
+            "the client was held with an idle connection to close, and nobody to accept it"
         );
     }
 
