@@ -137,7 +137,9 @@ impl SocketFile {
             bound => bound?,
         };
         let meta = std::fs::symlink_metadata(path)?;
-        Ok((listener, SocketFile { path: path.to_owned(), id: (meta.dev(), meta.ino()) }))
+        // Absolute: the process may change its directory meanwhile.
+        let path = std::path::absolute(path)?;
+        Ok((listener, SocketFile { path, id: (meta.dev(), meta.ino()) }))
     }
 
     /// True when `path` is a socket and connecting to it is refused: no
