@@ -75,6 +75,8 @@ struct Pressure {
     /// connections [`Shared::make_room`] may close, and the ready lists
     /// have room for one more: room for a client would let it in.
     room_to_make: bool,
+    /// `max_connections` are open.
+    full: bool,
 }
 
 /// What [`Shared::make_room`] did for a client at `max_connections`.
@@ -168,7 +170,7 @@ impl Shared {
                     return;
                 }
             }
-            let Pressure { saturated, room_to_make } = pressure;
+            let Pressure { saturated, room_to_make, full } = pressure;
             let (stream, peer) = match next.take() {
                 Some(client) => client,
                 None => match listener.accept() {
@@ -196,10 +198,13 @@ impl Shared {
                     }
                 },
             };
+            // Room is coming while the close made for the client lingers:
+            // once it has ended (no longer `full`), the client waits for
+            // the ready lists as any other would.
             let coming = std::mem::take(room_coming);
             let room = if !saturated {
                 Room::Made
-            } else if coming {
+            } else if coming && full {
                 Room::Coming
             } else if room_to_make {
                 self.make_room()
@@ -248,7 +253,7 @@ impl Shared {
         }
         let queue_full = !ignore_queue && load.queued.saturating_sub(taken_next) >= self.config.queue_depth;
         let full = load.open >= self.config.max_connections;
-        Pressure { saturated: queue_full || full, room_to_make: full && !queue_full && load.idle > 0 }
+        Pressure { saturated: queue_full || full, room_to_make: full && !queue_full && load.idle > 0, full }
     }
 
     /// At `max_connections`, closes a connection waiting idle, kept alive
@@ -468,7 +473,7 @@ mod tests {
         let idle = shared.engine.admit(make, None).expect("held by the caller");
         assert!(shared.park(idle).is_none());
         // The pass looks: at the bound, with room to make.
-        let Pressure { saturated, room_to_make } = shared.pressure(false, 0);
+        let Pressure { saturated, room_to_make, .. } = shared.pressure(false, 0);
         assert!(saturated && room_to_make);
         // The busy connection closes while the pass accepts its client.
         shared.close(busy);
@@ -516,6 +521,44 @@ mod tests {
         assert!(matches!(closed, IdleClose::Lingering), "the lingering close was handed back as a request to serve");
         // A worker ends the linger (it reads the end of stream).
         assert_eq!(shared.engine.load().queued, 1);
+    }
+
+    /// Under `Overload::Reject`, a client held for the lingering close made
+    /// for it waits for that close only while it lingers: once it has ended
+    /// (fewer than `max_connections` open) with the ready lists full, the
+    /// client is refused as any other would be, not held with the backlog
+    /// behind it until the lists drain (engine review: it stayed "room
+    /// coming" at every pass).
+    #[test]
+    fn a_client_whose_room_came_meets_the_queue_as_others_do() {
+        use std::io::Read;
+
+        use crate::config::Overload;
+        use crate::shared::tests::socket_pair;
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        let overload = Overload::Reject { retry_after: std::time::Duration::from_secs(1) };
+        let config = Config { max_connections: 2, queue_depth: 1, overload, ..Config::default() };
+        let shared = Shared::new(config, listener, 1).unwrap();
+        // One connection waits in the ready list: the lists are full.
+        let (stream, peer) = conn_pair();
+        let make = |place, _| Connection::new(stream, peer, ConnState::default(), place, 0);
+        shared.requeue(shared.engine.admit(make, None).expect("held by the caller"));
+        // A client held since an idle connection was closed for it, whose
+        // linger has ended since: its slot is free.
+        let (held, mut client) = socket_pair();
+        {
+            let mut door = shared.accepting.door.lock().unwrap();
+            door.next = Some((held, super::Peer::Ip(client.local_addr().unwrap())));
+            door.room_coming = true;
+        }
+        let load = shared.engine.load();
+        assert_eq!((load.open, load.queued), (1, 1));
+        shared.accept(0, false);
+        assert_eq!(shared.snapshot().rejected, 1, "the client was held again");
+        let mut answer = String::new();
+        client.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        client.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{answer}");
     }
 
     /// A client held at `max_connections` for want of room (the idle
