@@ -4,6 +4,9 @@
 #
 #   curl     keep-alive reuse, chunked uploads, HTTP/1.0, Expect: 100-continue
 #   python   requests (a Session) and http.client (keep-alive, chunked POST)
+#   Go       net/http, standard library only (ci/interop_go.go): 50 GETs on
+#            one connection, a chunked POST, Expect: 100-continue, HEAD,
+#            32 goroutines × 20 requests, a request after the idle timeout
 #   TLS      curl against examples/tls (self-signed certificate), reuse
 #   nginx    as a keep-alive reverse proxy in front of testolope (wrk load;
 #            no 5xx, upstream connections reused) and echo (a chunked upload
@@ -16,8 +19,9 @@
 #
 #   bash ci/interop.sh
 #
-# Installs what is missing (curl, nginx, haproxy, wrk, iproute2, python3 and requests;
-# `apt-get update` once, only if something must be installed). Builds the
+# Installs what is missing (curl, nginx, haproxy, wrk, iproute2, python3 and
+# requests, go; `apt-get update` once, only if something must be
+# installed). The Go client runs offline: no module, no downloads. Builds the
 # examples in release mode. Ends with `interop: N passed, M failed` and exits
 # 1 if anything failed.
 #
@@ -46,6 +50,9 @@ command -v ss >/dev/null || need_apt+=(iproute2)
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx)
 command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || need_apt+=(haproxy)
 command -v python3 >/dev/null || need_apt+=(python3)
+# The official Go tarball lives in /usr/local/go/bin, often not on the PATH
+# of a non-login shell.
+command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] || need_apt+=(golang-go)
 if ! { command -v python3 >/dev/null && python3 -c 'import requests' 2>/dev/null; }; then
     if ! { command -v python3 >/dev/null && python3 -m pip install -q requests >/dev/null 2>&1; }; then
         # Debian's own python3 with Debian's requests.
@@ -69,6 +76,7 @@ if ((${#need_apt[@]})); then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+GO=$(command -v go || echo /usr/local/go/bin/go)
 "$PY" -c 'import requests' || {
     say "FAIL: python requests is not importable by $PY"
     exit 1
@@ -242,6 +250,33 @@ else
     echo "$out" >&2
     not_ok "python clients (see above)"
 fi
+
+# client_checks NAME CMD...: runs a client program that prints an `ok - ...`
+# line per check passed and a `NOT OK - ...` line per check failed; counts
+# its ok lines, and one failure if it exits non-zero.
+client_checks() {
+    local name=$1 out
+    shift
+    if out=$("$@" 2>&1); then
+        echo "$out"
+    else
+        echo "$out" >&2
+        not_ok "$name (see above)"
+    fi
+    passed=$((passed + $(grep -c '^ok - ' <<<"$out" || true)))
+}
+
+# ---------------------------------------------------------------- Go
+# Offline: the program is one file using the standard library, run outside
+# any module, with the installed toolchain (GOTOOLCHAIN=local) and no module
+# proxy. The build cache is Go's own (default) unless it is off or unset.
+go_env=(GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-buildvcs=false)
+case $("$GO" env GOCACHE 2>/dev/null) in
+"" | off) go_env+=("GOCACHE=$tmp/go-cache") ;;
+esac
+say "$("$GO" version)"
+# Bounded: compiling net/http into an empty cache takes a minute or more.
+client_checks "go net/http" env "${go_env[@]}" timeout 300 "$GO" run ci/interop_go.go "$echo_port" "$testolope_port"
 
 # ---------------------------------------------------------------- TLS
 tls_port=$(free_port)
