@@ -7,6 +7,9 @@
 #   Go       net/http, standard library only (ci/interop_go.go): 50 GETs on
 #            one connection, a chunked POST, Expect: 100-continue, HEAD,
 #            32 goroutines × 20 requests, a request after the idle timeout
+#   Node.js  fetch (undici, built in; ci/interop_node.mjs): 50 GETs, a
+#            200 KB POST, a streamed (chunked) POST, 32 requests at once, a
+#            request after the idle timeout
 #   TLS      curl against examples/tls (self-signed certificate), reuse
 #   nginx    as a keep-alive reverse proxy in front of testolope (wrk load;
 #            no 5xx, upstream connections reused) and echo (a chunked upload
@@ -20,7 +23,7 @@
 #   bash ci/interop.sh
 #
 # Installs what is missing (curl, nginx, haproxy, wrk, iproute2, python3 and
-# requests, go; `apt-get update` once, only if something must be
+# requests, go, node; `apt-get update` once, only if something must be
 # installed). The Go client runs offline: no module, no downloads. Builds the
 # examples in release mode. Ends with `interop: N passed, M failed` and exits
 # 1 if anything failed.
@@ -53,6 +56,7 @@ command -v python3 >/dev/null || need_apt+=(python3)
 # The official Go tarball lives in /usr/local/go/bin, often not on the PATH
 # of a non-login shell.
 command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] || need_apt+=(golang-go)
+command -v node >/dev/null || need_apt+=(nodejs)
 if ! { command -v python3 >/dev/null && python3 -c 'import requests' 2>/dev/null; }; then
     if ! { command -v python3 >/dev/null && python3 -m pip install -q requests >/dev/null 2>&1; }; then
         # Debian's own python3 with Debian's requests.
@@ -277,6 +281,10 @@ esac
 say "$("$GO" version)"
 # Bounded: compiling net/http into an empty cache takes a minute or more.
 client_checks "go net/http" env "${go_env[@]}" timeout 300 "$GO" run ci/interop_go.go "$echo_port" "$testolope_port"
+
+# ---------------------------------------------------------------- Node.js
+say "node $(node --version)"
+client_checks "node fetch" timeout 60 node ci/interop_node.mjs "$echo_port"
 
 # ---------------------------------------------------------------- TLS
 tls_port=$(free_port)
