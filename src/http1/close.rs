@@ -31,11 +31,18 @@ pub(super) fn close<T: Transport, H: ?Sized>(
     if let Some(next) = flush(conn, io, cx, Then::Close) {
         return next;
     }
-    if answered && (conn.pipelined || has_unread_input(conn, io)) {
+    if answered && has_unread_input(conn, io) {
         return close_lingering(conn, io, cx);
     }
     if let Some(next) = end_whole(conn, io, cx, Then::Close) {
         return next;
+    }
+    // A client that pipelined may have sent more that no read has seen
+    // yet: lingering, once close_notify is out as after any whole answer
+    // (the lingering close's own is best effort, lost on a full socket,
+    // and a close-delimited answer would look truncated).
+    if answered && conn.pipelined {
+        return close_lingering(conn, io, cx);
     }
     // At shutdown the server chose the close, and a client that pipelines
     // may send more once it has read this answer: as after an idle one.

@@ -2556,3 +2556,33 @@ fn a_collected_malformed_chunked_body_is_refused_without_its_handler_however_it_
         }
     }
 }
+
+/// Over TLS, a close the server chooses after the client pipelined (and
+/// nothing more came yet) ends the session whole, as it does for a
+/// client that waits for each answer: the close-delimited answer is known
+/// whole only by its close_notify, which must wait for room as the
+/// answers do, though the close then lingers (1151912 sent it best effort
+/// with the lingering close's shutdown, lost when the answers filled the
+/// socket, and the whole answer looked truncated).
+#[test]
+fn a_close_after_pipelining_still_ends_a_tls_session_whole() {
+    use std::io::Write;
+    let handler = |_: &mut Request<'_>| Response::stream(|out| out.write_all(b"whole"));
+    // Chunked, then close-delimited (HTTP/1.0): nothing behind the second.
+    let requests = "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.0\r\n\r\n";
+    let session = |tls: bool, room: Option<usize>| {
+        let mut s = Served::new(&handler);
+        let mut io = Script::new(&[requests.as_bytes()]);
+        io.tls = tls;
+        s.run(&mut io, room);
+        (io, s.conn.phase.kind())
+    };
+    let len = session(false, None).0.written.len();
+    for room in [None, Some(len), Some(len + 3), Some(7)] {
+        let (io, kind) = session(true, room);
+        assert_eq!(io.ended_whole, Some(true), "room {room:?}: {}", redact_dates(&io.written));
+        assert!(redact_dates(&io.written).ends_with("whole"), "room {room:?}");
+        // It still lingers: the client pipelined.
+        assert!(io.shut_write, "room {room:?}: {kind:?}");
+    }
+}
