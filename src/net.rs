@@ -50,10 +50,11 @@ pub(crate) enum Listener {
     },
     #[cfg(unix)]
     Unix {
-        socket: mio::net::UnixListener,
-        /// Its file, when the server bound it: held only to be dropped
-        /// (removed) after the socket closes.
+        /// Its file, when the server bound it: held only to be dropped,
+        /// removed before the socket closes (fields drop in order), so
+        /// that no server can take the path over between the two.
         _file: Option<SocketFile>,
+        socket: mio::net::UnixListener,
     },
 }
 
@@ -69,7 +70,7 @@ impl Listener {
     #[cfg(unix)]
     pub(crate) fn unix(listener: std::os::unix::net::UnixListener, file: Option<SocketFile>) -> io::Result<Listener> {
         sys::set_up_unix_listener(&listener)?;
-        Ok(Listener::Unix { socket: mio::net::UnixListener::from_std(listener), _file: file })
+        Ok(Listener::Unix { _file: file, socket: mio::net::UnixListener::from_std(listener) })
     }
 
     /// True when an accepted connection has bytes to read already, so that
@@ -143,8 +144,10 @@ impl SocketFile {
     }
 
     /// True when `path` is a socket and connecting to it is refused: no
-    /// process listens on it. (The connection is non-blocking: a live
-    /// listener with a full backlog does not hold the bind.)
+    /// process listens on it. (The connection is non-blocking: on Linux a
+    /// live listener with a full backlog answers `EAGAIN`, and neither
+    /// holds the bind nor looks stale. macOS and the BSDs refuse a
+    /// connection to a full backlog: there it looks stale.)
     fn is_stale(path: &std::path::Path) -> bool {
         use std::os::unix::fs::FileTypeExt;
 

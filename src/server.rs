@@ -52,9 +52,10 @@ pub struct Server {
 #[derive(Debug)]
 enum Bound {
     Tcp(TcpListener),
-    /// With its file when bound here (removed at the end).
+    /// With its file when bound here (removed at the end, before the
+    /// socket closes).
     #[cfg(unix)]
-    Unix(UnixListener, Option<SocketFile>),
+    Unix(Option<SocketFile>, UnixListener),
 }
 
 impl Server {
@@ -93,7 +94,9 @@ impl Server {
     /// A socket file already at `path` that no process listens on (left by
     /// a server that did not stop cleanly) is replaced. The file is removed
     /// when the server stops (if it still is this socket's), or when the
-    /// `Server` is dropped unstarted.
+    /// `Server` is dropped unstarted. On macOS and the BSDs a server whose
+    /// backlog is full refuses connections as a dead one does, so it looks
+    /// stale there too: start one server per path.
     ///
     /// # Errors
     ///
@@ -102,7 +105,7 @@ impl Server {
     #[cfg(unix)]
     pub fn bind_unix(path: impl AsRef<Path>) -> io::Result<Server> {
         let (listener, file) = SocketFile::bind(path.as_ref())?;
-        Ok(Server { listener: Bound::Unix(listener, Some(file)), config: Config::default(), stop_on_signals: None })
+        Ok(Server { listener: Bound::Unix(Some(file), listener), config: Config::default(), stop_on_signals: None })
     }
 
     /// Serves on a Unix domain socket listener bound elsewhere (on macOS
@@ -110,7 +113,7 @@ impl Server {
     /// Its file is left where it is when the server stops. Unix only.
     #[cfg(unix)]
     pub fn from_unix_listener(listener: UnixListener) -> Server {
-        Server { listener: Bound::Unix(listener, None), config: Config::default(), stop_on_signals: None }
+        Server { listener: Bound::Unix(None, listener), config: Config::default(), stop_on_signals: None }
     }
 
     /// The configuration the builder holds (for `TestServer::config_of`).
@@ -625,7 +628,7 @@ impl Server {
             let set = match &self.listener {
                 Bound::Tcp(l) => sys::set_backlog(l, backlog),
                 #[cfg(unix)]
-                Bound::Unix(l, _) => sys::set_backlog(l, backlog),
+                Bound::Unix(_, l) => sys::set_backlog(l, backlog),
             };
             if let Err(e) = set {
                 warn!("setting the listen backlog to {backlog} failed: {e}");
@@ -634,7 +637,7 @@ impl Server {
         let listener = match self.listener {
             Bound::Tcp(l) => Listener::tcp(l)?,
             #[cfg(unix)]
-            Bound::Unix(l, file) => Listener::unix(l, file)?,
+            Bound::Unix(file, l) => Listener::unix(l, file)?,
         };
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         let mut config = self.config;
