@@ -561,29 +561,34 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{answer}");
     }
 
-    /// A client held at `max_connections` for want of room (the idle
-    /// connection closed for it had a request after all) waits for the
-    /// next pass; a connection closes just after that pass looks at the
-    /// load, and its closer finds no accept waiting (the pass took the flag
-    /// down to run). The pass must not hold the client again with a slot
-    /// free: nobody would accept it until the monitor's next look (up to
-    /// 250 ms). The flag went up only after the look.
+    /// What [`held_client`] leaves: the hub, the connection a worker holds,
+    /// and the client ends that must stay open.
     #[cfg(unix)]
-    #[test]
-    fn a_held_client_is_admitted_when_a_connection_closes_just_after_the_look() {
+    struct Held {
+        shared: Shared,
+        busy: Box<Connection>,
+        _ends: (std::os::unix::net::UnixStream, std::os::unix::net::UnixStream),
+    }
+
+    /// A hub at `max_connections` (2): one connection held by a worker (in
+    /// `busy_state`), one parked idle, kept alive, whose client has just
+    /// sent its next request; and a new client the accept pass took and
+    /// holds (the idle connection it would have closed for it had a
+    /// request, queued to be served, and there is no other). Then a thread
+    /// has taken the waiting flag to run the next pass.
+    #[cfg(unix)]
+    fn held_client(name: &str, busy_state: ConnState) -> Held {
         use std::io::Write;
         use std::os::unix::net::{UnixListener, UnixStream};
 
         use crate::net::{Peer, Stream};
-        let path = std::env::temp_dir().join(format!("httpool-held-{}.sock", std::process::id()));
+        let path = std::env::temp_dir().join(format!("httpool-{name}-{}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let listener = Listener::unix(UnixListener::bind(&path).unwrap(), None).unwrap();
         let config = Config { max_connections: 2, ..Config::default() };
         let shared = Shared::new(config, listener, 1).unwrap();
-        // One connection held by a worker; one parked idle, kept alive,
-        // whose client has just sent its next request.
         let (stream, peer) = conn_pair();
-        let make = |place, _| Connection::new(stream, peer, ConnState::default(), place, 0);
+        let make = |place, _| Connection::new(stream, peer, busy_state, place, 0);
         let busy = shared.engine.admit(make, None).expect("held by the caller");
         let (ours, mut theirs) = UnixStream::pair().unwrap();
         ours.set_nonblocking(true).unwrap();
@@ -595,16 +600,27 @@ mod tests {
         let idle = shared.engine.admit(make, None).expect("held by the caller");
         assert!(shared.park(idle).is_none());
         theirs.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
-        // A new client: the pass takes it, finds the idle connection has a
-        // request (queued to be served) and none other, and holds the client.
-        let _client = UnixStream::connect(&path).unwrap();
+        let client = UnixStream::connect(&path).unwrap();
         shared.accept(0, false);
         let _ = std::fs::remove_file(&path);
         assert_eq!((shared.snapshot().accepted, shared.engine.load().queued), (0, 1), "the client is held");
-        // A thread takes the flag and runs the next pass; the busy
-        // connection closes just after its look, and its worker checks
-        // the flag, down.
         assert!(shared.take_accept_waiting());
+        Held { shared, busy, _ends: (theirs, client) }
+    }
+
+    /// A client held at `max_connections` for want of room (the idle
+    /// connection closed for it had a request after all) waits for the
+    /// next pass; a connection closes just after that pass looks at the
+    /// load, and its closer finds no accept waiting (the pass took the flag
+    /// down to run). The pass must not hold the client again with a slot
+    /// free: nobody would accept it until the monitor's next look (up to
+    /// 250 ms). The flag went up only after the look.
+    #[cfg(unix)]
+    #[test]
+    fn a_held_client_is_admitted_when_a_connection_closes_just_after_the_look() {
+        let Held { shared, busy, _ends } = held_client("held", ConnState::default());
+        // The busy connection closes just after the pass's look, and its
+        // worker checks the flag, down.
         *shared.accepting.after_look.lock().unwrap() = Some(Box::new(move |shared: &Shared| {
             shared.close(busy);
             if shared.take_accept_waiting() {
@@ -627,38 +643,9 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_held_client_gets_room_when_a_connection_parks_idle_just_after_the_look() {
-        use std::io::Write;
-        use std::os::unix::net::{UnixListener, UnixStream};
-
-        use crate::net::{Peer, Stream};
-        let path = std::env::temp_dir().join(format!("httpool-held-idle-{}.sock", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let listener = Listener::unix(UnixListener::bind(&path).unwrap(), None).unwrap();
-        let config = Config { max_connections: 2, ..Config::default() };
-        let shared = Shared::new(config, listener, 1).unwrap();
-        // One connection held by a worker, about to park idle, kept alive;
-        // one parked idle whose client has just sent its next request.
-        let idle_state = || {
-            let mut state = ConnState::default();
-            state.phase.idle();
-            state
-        };
-        let (stream, peer) = conn_pair();
-        let make = |place, _| Connection::new(stream, peer, idle_state(), place, 0);
-        let busy = shared.engine.admit(make, None).expect("held by the caller");
-        let (ours, mut theirs) = UnixStream::pair().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        let make = |place, _| {
-            Connection::new(Stream::Unix(mio::net::UnixStream::from_std(ours)), Peer::Local, idle_state(), place, 0)
-        };
-        let idle = shared.engine.admit(make, None).expect("held by the caller");
-        assert!(shared.park(idle).is_none());
-        theirs.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
-        let _client = UnixStream::connect(&path).unwrap();
-        shared.accept(0, false);
-        let _ = std::fs::remove_file(&path);
-        assert_eq!((shared.snapshot().accepted, shared.engine.load().queued), (0, 1), "the client is held");
-        assert!(shared.take_accept_waiting());
+        let mut kept_alive = ConnState::default();
+        kept_alive.phase.idle();
+        let Held { shared, busy, _ends } = held_client("held-idle", kept_alive);
         *shared.accepting.after_look.lock().unwrap() = Some(Box::new(move |shared: &Shared| {
             assert!(shared.park(busy).is_none());
             if shared.take_accept_waiting() {
