@@ -234,6 +234,7 @@ impl ConnState {
 
     /// Makes the buffer full-size (a request is about to be answered: a
     /// body reader needs the room), keeping unparsed bytes.
+    #[inline(always)]
     pub(crate) fn make_full(&mut self, pool: &mut Vec<Vec<u8>>, size: usize) {
         self.buf.make_full(pool, size);
     }
@@ -344,7 +345,16 @@ impl ConnState {
     /// after a CR), at each doubling and at each size limit it crosses — not
     /// at every byte, so the work stays linear in its size. (A malformed
     /// token in an unfinished line is found when the line ends.)
+    #[inline(always)]
     pub(crate) fn worth_parsing(&self, limits: &Limits) -> bool {
+        match self.reparse {
+            Reparse::Now => true,
+            _ => self.worth_parsing_again(limits),
+        }
+    }
+
+    #[inline(never)]
+    fn worth_parsing_again(&self, limits: &Limits) -> bool {
         let (start, end) = self.buf.bounds();
         let len = end - start;
         match self.reparse {
@@ -441,7 +451,15 @@ impl ConnState {
     /// Reads what arrived of a chunked body being collected; once it ended,
     /// failed or reached its limit, the head is parsed again (and the body
     /// scanned once more, whole, to decide).
+    #[inline(always)]
     pub(crate) fn scan_awaited(&mut self) {
+        if let Reparse::Chunked(_) = self.reparse {
+            self.scan_chunked();
+        }
+    }
+
+    #[inline(never)]
+    fn scan_chunked(&mut self) {
         let Reparse::Chunked(mut scan) = self.reparse else { return };
         self.reparse = if scan.advance(self.buf.unparsed()) { Reparse::Now } else { Reparse::Chunked(scan) };
     }
