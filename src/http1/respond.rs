@@ -278,9 +278,10 @@ pub(super) fn call<H: Handler + ?Sized>(
     };
     let before = seat.ticks();
     // `answer` is empty here: filled without dropping what it held (an
-    // assignment called the drop of an empty response on every request).
+    // assignment, or `get_or_insert_with`, called the drop of an empty
+    // response on every request). Forgetting `None` leaks nothing.
     let result = catch_unwind(AssertUnwindSafe(|| {
-        answer.get_or_insert_with(|| handler.handle(req));
+        std::mem::forget(std::mem::replace(answer, Some(handler.handle(req))));
     }));
     // `Some(true)`: it slept, and ran for less than half of it (it
     // blocked); `Some(false)`: it did not (it computed, maybe waiting a
