@@ -134,6 +134,7 @@ impl ParseError {
 /// The common head is read in one pass ([`fast::head`]); any other goes
 /// through httparse and the checks after it ([`full_head`]), which decide
 /// the same of a common one.
+#[inline(always)]
 pub(crate) fn parse_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
     #[cfg(test)]
     work::PARSED.with(|n| n.set(n.get() + buf.len()));
