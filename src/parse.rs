@@ -160,6 +160,11 @@ pub(crate) fn fast_path_agrees(buf: &[u8], limits: &Limits) -> bool {
 }
 
 /// [`parse_head`] by httparse and the checks after it, for every head.
+///
+/// Never inlined: inside [`parse_head`] its 256 headers on the stack cost
+/// every call a stack probe, and its registers crowded the fast path's
+/// into memory.
+#[inline(never)]
 fn full_head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Result<Option<Head>, ParseError> {
     let mut raw = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS_CAP];
     let raw = &mut raw[..limits.max_headers.clamp(1, MAX_HEADERS_CAP)];

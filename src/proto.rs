@@ -193,6 +193,21 @@ pub(crate) fn skip(bytes: &[u8], from: usize, class: u8) -> Option<usize> {
 /// The index of the first of the eight bytes of `word` (little-endian: its
 /// lowest byte first) outside `lo..=hi`, with `lo <= 0x80` and
 /// `hi < 0x7f`; `None` when all are inside.
+#[inline(always)]
+fn first_outside(word: u64, lo: u8, hi: u8) -> Option<usize> {
+    match outside(word, lo, hi) {
+        0 => None,
+        out => Some(out.trailing_zeros() as usize / 8),
+    }
+}
+
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+/// Bit 5 of every byte: the one that tells an ASCII letter's cases apart.
+const CASE: u64 = u64::from_ne_bytes([0x20; 8]);
+
+/// The top bit of each byte of `word` outside `lo..=hi` (`lo <= 0x80`,
+/// `hi < 0x7f`), the other bits clear.
 ///
 /// Each byte's test is done in its own lane, with no carry or borrow
 /// crossing into the next (so every lane's answer is exact): with `low`
@@ -200,17 +215,122 @@ pub(crate) fn skip(bytes: &[u8], from: usize, class: u8) -> Option<usize> {
 /// `low >= lo`, and `low + 0x7f - hi` sets it when `low > hi`; a byte with
 /// its own top bit set is above any `hi`.
 #[inline(always)]
-fn first_outside(word: u64, lo: u8, hi: u8) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+fn outside(word: u64, lo: u8, hi: u8) -> u64 {
     debug_assert!(lo <= 0x80 && hi < 0x7f);
     let low = word & !HIGHS;
     let below = !((low | HIGHS) - ONES * u64::from(lo)) & !word & HIGHS;
     let above = ((low + ONES * u64::from(0x7f - hi)) | word) & HIGHS;
-    match below | above {
-        0 => None,
-        out => Some(out.trailing_zeros() as usize / 8),
+    below | above
+}
+
+/// The top bit of each byte of `word` that is not an ASCII letter. Setting
+/// bit 5 maps `A`–`Z` onto `a`–`z` and nothing else there: a byte that
+/// lands in `a`–`z` was one of the two cases of that letter.
+#[inline(always)]
+fn not_letters(word: u64) -> u64 {
+    outside(word | CASE, b'a', b'z')
+}
+
+/// The top bit of each byte of `word` other than `b`: a lane is zero after
+/// the XOR only where it was `b`, and adding `0x7f` to its low seven bits
+/// carries into its top bit (never beyond) when any is set.
+#[inline(always)]
+fn not_equal(word: u64, b: u8) -> u64 {
+    let diff = word ^ (ONES * u64::from(b));
+    (((diff & !HIGHS) + !HIGHS) | diff) & HIGHS
+}
+
+/// The top bit of each byte of `word` that is not a letter or `-`: what
+/// nearly every field name is made of.
+#[inline(always)]
+fn not_name_letters(word: u64) -> u64 {
+    not_letters(word) & not_equal(word, b'-')
+}
+
+/// The top bit of each byte of `word` that is not a letter, a digit, `-`
+/// or `.`: what nearly every `Host` name or IPv4 address is made of.
+#[inline(always)]
+fn not_host_letters(word: u64) -> u64 {
+    // `-`, `.`, `/` and the digits are one range; `/` is taken out.
+    not_letters(word) & (outside(word, b'-', b'9') | !not_equal(word, b'/') & HIGHS)
+}
+
+/// From `from`, eight bytes at a time, the index of the first byte that is
+/// not a host letter ([`not_host_letters`]) when `HOST`, a name letter
+/// ([`not_name_letters`]) when not, or of the first of the last seven or
+/// fewer bytes when there is none before them: the caller goes on from
+/// there with [`skip`], whose class holds all these letters. (A constant,
+/// not a function passed in: LLVM left such a function uninlined.)
+#[inline(always)]
+fn skip_words<const HOST: bool>(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let word = u64::from_le_bytes(*word);
+        match if HOST { not_host_letters(word) } else { not_name_letters(word) } {
+            0 => at += 8,
+            marked => return at + marked.trailing_zeros() as usize / 8,
+        }
     }
+    at
+}
+
+/// [`skip`] of `TCHAR` for a field name: letters and `-` eight at a time.
+#[inline(always)]
+pub(crate) fn skip_name(bytes: &[u8], from: usize) -> Option<usize> {
+    let at = skip_words::<false>(bytes, from);
+    match bytes.get(at) {
+        Some(b':') => Some(at),
+        _ => skip(bytes, at, TCHAR),
+    }
+}
+
+/// [`skip`] of `HOST_TEXT` for a `Host` value: letters, digits, `-` and `.`
+/// eight at a time.
+#[inline(always)]
+pub(crate) fn skip_host(bytes: &[u8], from: usize) -> Option<usize> {
+    let at = skip_words::<true>(bytes, from);
+    match bytes.get(at) {
+        Some(b':' | b'\r') => Some(at),
+        _ => skip(bytes, at, HOST_TEXT),
+    }
+}
+
+/// Whether `name` is `lower` but for the case of its letters (`lower` has
+/// no upper-case ones). Exact for any bytes: bit 5 is set only where
+/// `lower` has a letter, and a byte that becomes that letter so was one of
+/// its cases; any other byte is compared as it is (`\r` with bit 5 set
+/// would pass for `-`). A word compare or two (overlapping when the length
+/// is not a multiple of the word's) once inlined with `lower` a constant,
+/// where a byte-by-byte compare branched on each byte.
+#[inline(always)]
+pub(crate) fn is_name<const N: usize>(name: &[u8], lower: &[u8; N]) -> bool {
+    let Ok(name) = <&[u8; N]>::try_from(name) else {
+        return false;
+    };
+    // The bytes of the word at `at` that differ, but for case where `lower`
+    // has a letter (the top bit of each letter's lane, moved to bit 5).
+    fn differ<const W: usize>(name: &[u8], lower: &[u8], at: usize) -> u64 {
+        let word = |bytes: &[u8]| {
+            let mut word = [0; 8];
+            word[..W].copy_from_slice(&bytes[at..at + W]);
+            u64::from_le_bytes(word)
+        };
+        let lower = word(lower);
+        (word(name) | (!not_letters(lower) & HIGHS) >> 2) ^ lower
+    }
+    if N < 4 {
+        return name.iter().zip(lower).all(|(&b, &l)| b == l || (l.is_ascii_lowercase() && b | 0x20 == l));
+    }
+    if N < 8 {
+        return differ::<4>(name, lower, 0) | differ::<4>(name, lower, N - 4) == 0;
+    }
+    let differ = |at| differ::<8>(name, lower, at);
+    let mut diff = differ(N - 8);
+    let mut at = 0;
+    while at + 8 < N {
+        diff |= differ(at);
+        at += 8;
+    }
+    diff == 0
 }
 
 pub(crate) fn is_token(s: &[u8]) -> bool {
@@ -219,7 +339,10 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
 
 #[cfg(test)]
 mod class_tests {
-    use super::{CLASSES, DIGIT, FIELD_TEXT, HOST_TEXT, TCHAR, VCHAR, first_outside, skip};
+    use super::{
+        CLASSES, DIGIT, FIELD_TEXT, HOST_TEXT, TCHAR, VCHAR, first_outside, is_name, not_host_letters,
+        not_name_letters, skip, skip_host, skip_name,
+    };
 
     const ALL: [u8; 5] = [TCHAR, VCHAR, FIELD_TEXT, HOST_TEXT, DIGIT];
 
@@ -303,5 +426,86 @@ mod class_tests {
                 }
             }
         }
+    }
+
+    /// The word tests behind `skip_name` and `skip_host` are exact in every
+    /// lane: each byte value in each lane, among bytes they take.
+    #[test]
+    fn the_letter_tests_tell_each_byte_in_each_lane() {
+        check_lanes(|b| b.is_ascii_alphabetic() || b == b'-', not_name_letters);
+        check_lanes(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.', not_host_letters);
+    }
+
+    /// `marks` sets the top bit of exactly the lanes whose byte `takes` does
+    /// not take.
+    fn check_lanes(takes: fn(u8) -> bool, marks: fn(u64) -> u64) {
+        let mut next = xorshift(0x5851_f42d_4c95_7f2d);
+        let inside: Vec<u8> = (0..=255).filter(|&b| takes(b)).collect();
+        for b in 0..=255u8 {
+            for lane in 0..8 {
+                for _ in 0..4 {
+                    let mut bytes = next().to_le_bytes();
+                    for other in &mut bytes {
+                        *other = inside[usize::from(*other) % inside.len()];
+                    }
+                    bytes[lane] = b;
+                    for (i, &b) in bytes.iter().enumerate() {
+                        let marked = marks(u64::from_le_bytes(bytes)) >> (8 * i) & 0xff;
+                        assert_eq!(marked, if takes(b) { 0 } else { 0x80 }, "{bytes:02x?}, lane {i}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// `skip_name` and `skip_host` find what `skip` finds, from every start,
+    /// over bytes mostly of the kind they take eight at a time.
+    #[test]
+    fn skip_name_and_skip_host_are_skip() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let common = b"abcxyzABCXYZ-.0123456789:_~!\r\n \t";
+        for _ in 0..20_000 {
+            let len = usize::from(next() as u8 % 40);
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match next() % 8 {
+                    0 => next() as u8,
+                    _ => common[next() as usize % common.len()],
+                })
+                .collect();
+            for from in 0..=len {
+                assert_eq!(skip_name(&bytes, from), skip(&bytes, from, TCHAR), "{bytes:?} from {from}");
+                assert_eq!(skip_host(&bytes, from), skip(&bytes, from, HOST_TEXT), "{bytes:?} from {from}");
+            }
+        }
+    }
+
+    /// `is_name` is `eq_ignore_ascii_case`: every byte value at every place
+    /// of each name it is asked about, in either case, and other lengths.
+    #[test]
+    fn is_name_ignores_only_the_case_of_letters() {
+        fn check<const N: usize>(lower: &[u8; N]) {
+            let upper = lower.to_ascii_uppercase();
+            for base in [&lower[..], &upper[..]] {
+                for at in 0..N {
+                    for b in 0..=255u8 {
+                        let mut name = base.to_vec();
+                        name[at] = b;
+                        assert_eq!(is_name(&name, lower), name.eq_ignore_ascii_case(lower), "{name:?}");
+                    }
+                }
+                assert!(!is_name(&base[1..], lower));
+                assert!(!is_name(&[base, b"x"].concat(), lower));
+            }
+        }
+        check(b"te");
+        check(b"host");
+        check(b"close");
+        check(b"expect");
+        check(b"upgrade");
+        check(b"keep-alive");
+        check(b"connection");
+        check(b"100-continue");
+        check(b"content-length");
+        check(b"transfer-encoding");
     }
 }

@@ -16,7 +16,7 @@
 
 use super::framing::FramingHeaders;
 use super::{Head, HeaderSpan, Limits, MAX_HEADERS_CAP, line_limit};
-use crate::proto::{FIELD_TEXT, TCHAR, VCHAR, Version, skip, trim};
+use crate::proto::{DIGIT, FIELD_TEXT, VCHAR, Version, skip, skip_host, skip_name};
 
 /// The head at the start of `buf`, when it is complete and of the common
 /// kind; `None` leaves it to the full parser. `spans` is cleared and
@@ -63,7 +63,10 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
             break;
         }
         let name_start = at;
-        at = skip(buf, at, TCHAR)?;
+        // `Host`, the field line nearly every request has, is told by one
+        // word; any other name is scanned.
+        let host = buf.get(at..).and_then(<[u8]>::first_chunk::<8>).is_some_and(|word| is_host_colon(*word));
+        at = if host { at + 4 } else { skip_name(buf, at)? };
         let name_len = at - name_start;
         if name_len == 0 || buf[at] != b':' || spans.len() == most {
             return None;
@@ -74,14 +77,27 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         // The value ends at its last visible byte; an empty one sits
         // where the line's CR is.
         let value_start = at;
-        at = skip(buf, at, FIELD_TEXT)?;
+        // A `Host` value of the usual form is checked as it is read (in one
+        // pass over it, not two); any other goes the general way.
+        let host_end = if host { host_value(buf, at) } else { None };
+        let value = if let Some(end) = host_end {
+            at = end;
+            framing.count_host().ok()?;
+            &buf[value_start..end]
+        } else {
+            at = skip(buf, at, FIELD_TEXT)?;
+            let mut value = &buf[value_start..at];
+            // Its leading whitespace skipped above, so it starts where it did.
+            while let [rest @ .., b' ' | b'\t'] = value {
+                value = rest;
+            }
+            framing.add(name, value, version).ok()?;
+            value
+        };
         if buf[at] != b'\r' || *buf.get(at + 1)? != b'\n' {
             return None;
         }
-        // Its leading whitespace skipped above, so it starts where it did.
-        let value = trim(&buf[value_start..at]);
         at += 2;
-        framing.add(name, value, version).ok()?;
         spans.push(HeaderSpan {
             name: (name_start as u32, name.len() as u32),
             value: (value_start as u32, value.len() as u32),
@@ -102,4 +118,29 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         upgrade: framing.upgrade,
         expect_continue: framing.expect_continue && version == Version::Http11,
     })
+}
+
+/// Where the CR after a `Host` value starting at `from` is, when the value
+/// is of the form [`super::framing::check_host`] takes at once (a
+/// registered name or IPv4 address, then perhaps a colon and digits) and
+/// nothing follows it on its line; `None` leaves the value to be read and
+/// checked the general way.
+#[inline(always)]
+fn host_value(buf: &[u8], from: usize) -> Option<usize> {
+    let mut end = skip_host(buf, from)?;
+    if buf[end] == b':' {
+        end = skip(buf, end + 1, DIGIT)?;
+    }
+    (buf[end] == b'\r').then_some(end)
+}
+
+/// Whether `word` starts with `Host:`, its letters in either case. Exact:
+/// with bit 5 set, only `h` and `H` become `h` (and so on), and the colon
+/// is compared as it is.
+#[inline(always)]
+fn is_host_colon(word: [u8; 8]) -> bool {
+    const CASE: u64 = u64::from_le_bytes([0x20, 0x20, 0x20, 0x20, 0, 0, 0, 0]);
+    const MASK: u64 = u64::from_le_bytes([0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0]);
+    const HOST: u64 = u64::from_le_bytes(*b"host:\0\0\0");
+    (u64::from_le_bytes(word) | CASE) & MASK == HOST
 }

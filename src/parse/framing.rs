@@ -4,7 +4,7 @@
 //! `Expect` (RFC 9110 §10.1.1).
 
 use super::{ConnectionOption, Limits, ParseError};
-use crate::proto::{BodyKind, DIGIT, HOST_TEXT, Version, is_of, is_token, parse_decimal, skip, tokens};
+use crate::proto::{BodyKind, DIGIT, HOST_TEXT, Version, is_name, is_of, is_token, parse_decimal, skip, tokens};
 
 /// The framing-relevant headers seen so far.
 #[derive(Default)]
@@ -39,26 +39,34 @@ impl FramingHeaders {
         match name.len() {
             // More than one `Host` line is a 400 in any version (RFC 9110
             // §7.2), as is an invalid value.
-            4 if name.eq_ignore_ascii_case(b"host") => {
-                self.hosts += 1;
-                if self.hosts > 1 {
-                    return Err(ParseError::Malformed("more than one Host"));
-                }
+            4 if is_name(name, b"host") => {
+                self.count_host()?;
                 check_host(value)
             }
-            6 if name.eq_ignore_ascii_case(b"expect") => self.add_expect(value),
-            10 if name.eq_ignore_ascii_case(b"connection") => {
+            6 if is_name(name, b"expect") => self.add_expect(value),
+            10 if is_name(name, b"connection") => {
                 self.add_connection(value);
                 Ok(())
             }
-            14 if name.eq_ignore_ascii_case(b"content-length") => self.add_content_length(value),
+            14 if is_name(name, b"content-length") => self.add_content_length(value),
             // RFC 9112 §6.1: TE in a 1.0 message means the framing is faulty.
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => match version {
+            17 if is_name(name, b"transfer-encoding") => match version {
                 Version::Http10 => Err(ParseError::Malformed("Transfer-Encoding in HTTP/1.0")),
                 Version::Http11 => self.add_transfer_encoding(value),
             },
             _ => Ok(()),
         }
+    }
+
+    /// A `Host` line whose value is checked (by [`check_host`], or as the
+    /// fast path reads it).
+    #[inline(always)]
+    pub(super) fn count_host(&mut self) -> Result<(), ParseError> {
+        self.hosts += 1;
+        if self.hosts > 1 {
+            return Err(ParseError::Malformed("more than one Host"));
+        }
+        Ok(())
     }
 
     /// RFC 9110 §8.6: `Content-Length = 1*DIGIT`; several fields must agree.
@@ -96,19 +104,37 @@ impl FramingHeaders {
         Ok(())
     }
 
-    #[inline(never)]
+    /// The usual value, a single `keep-alive` or `close`, is told by a word
+    /// compare; a list is split.
+    #[inline(always)]
     fn add_connection(&mut self, value: &[u8]) {
-        for option in tokens(value) {
-            if option.eq_ignore_ascii_case(b"close") {
-                self.connection = ConnectionOption::Close;
-            } else if option.eq_ignore_ascii_case(b"keep-alive") {
-                if self.connection == ConnectionOption::Default {
-                    self.connection = ConnectionOption::KeepAlive;
-                }
-            } else if option.eq_ignore_ascii_case(b"upgrade") {
-                self.upgrade = true;
-            }
+        if !self.add_connection_option(value) {
+            self.add_connection_list(value);
         }
+    }
+
+    #[inline(never)]
+    fn add_connection_list(&mut self, value: &[u8]) {
+        for option in tokens(value) {
+            self.add_connection_option(option);
+        }
+    }
+
+    /// Takes in `option` when it is one that matters here; whether it was.
+    #[inline(always)]
+    fn add_connection_option(&mut self, option: &[u8]) -> bool {
+        if is_name(option, b"close") {
+            self.connection = ConnectionOption::Close;
+        } else if is_name(option, b"keep-alive") {
+            if self.connection == ConnectionOption::Default {
+                self.connection = ConnectionOption::KeepAlive;
+            }
+        } else if is_name(option, b"upgrade") {
+            self.upgrade = true;
+        } else {
+            return false;
+        }
+        true
     }
 
     /// RFC 9110 §10.1.1: `100-continue` is the only expectation defined; a
