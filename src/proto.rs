@@ -147,9 +147,9 @@ static CLASSES: [u8; 256] = {
 ///
 /// The classes that are a range of bytes with little besides (`VCHAR`,
 /// `FIELD_TEXT` and `DIGIT`) are searched eight bytes at a time for the
-/// first byte out of their range ([`first_outside`]), and from there by
-/// the table: a target or a value is a few words, not a few dozen table
-/// lookups. The others go four bytes per step while four are left (one
+/// first byte out of their range ([`first_outside`]), which is the answer
+/// (but for a tab in a value, from which the table goes on): a target or a
+/// value is a few words, not a few dozen table lookups. The others go four bytes per step while four are left (one
 /// bounds check and one branch for the four, then the exact place found
 /// among them), then a byte at a time.
 #[inline(always)]
@@ -166,6 +166,9 @@ pub(crate) fn skip(bytes: &[u8], from: usize, class: u8) -> Option<usize> {
     if let Some((lo, hi)) = range {
         while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
             match first_outside(u64::from_le_bytes(*word), lo, hi) {
+                // Outside the range is outside the class: these classes
+                // are their ranges (tab aside, which the table then takes).
+                Some(i) if class != FIELD_TEXT || bytes[at + i] != b'\t' => return Some(at + i),
                 Some(i) => {
                     at += i;
                     break;
