@@ -103,6 +103,7 @@ pub(crate) fn encode_in_memory(
 }
 
 /// Appends the status line and headers of `resp` to `out`.
+#[inline(always)]
 pub(crate) fn encode_head(
     resp: &Response,
     framing: ResponseFraming,
