@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crate::body::BodyBounds;
 use crate::config::Config;
 use crate::date::DateCache;
-use crate::encode::encode_error;
+use crate::encode::{HeadStart, encode_error};
 use crate::handler::Handler;
 use crate::io::{Ready, Transport, now};
 use crate::net::Peer;
@@ -79,6 +79,8 @@ pub(crate) struct Scratch {
     pub(crate) out: Vec<u8>,
     pub(crate) spans: Vec<HeaderSpan>,
     pub(crate) date: DateCache,
+    /// The start of the last common answer's head, appended again whole.
+    pub(crate) head_start: HeadStart,
     /// Read buffers returned by parked connections.
     pub(crate) buffers: Vec<Vec<u8>>,
     /// Which of the request count's stripes this worker adds to.
@@ -97,6 +99,7 @@ impl Scratch {
             out: Vec::with_capacity(INLINE_BODY + 1024),
             spans: Vec::with_capacity(config.limits.max_headers),
             date: DateCache::new(),
+            head_start: HeadStart::new(),
             buffers: Vec::new(),
             stripe: NEXT_STRIPE.fetch_add(1, Ordering::Relaxed),
             body_bounds: config.body_bounds(),

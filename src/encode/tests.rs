@@ -6,8 +6,49 @@ const DATE: &[u8; 29] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 fn encode(resp: &Response, version: Version, is_head: bool, keep_alive: bool) -> String {
     let framing = plan(resp, version, is_head).expect("valid response");
     let mut out = Vec::new();
-    encode_head(resp, framing, keep_alive, version, DATE, &mut out);
+    encode_head(resp, framing, keep_alive, version, DATE, None, &mut out);
+    // The same bytes when the start is kept: made, then appended again.
+    let mut kept = HeadStart::new();
+    for _ in 0..2 {
+        let mut again = b"before".to_vec();
+        encode_head(resp, framing, keep_alive, version, DATE, Some(&mut kept), &mut again);
+        assert_eq!(again[6..], out[..], "{}", String::from_utf8_lossy(&out));
+    }
     String::from_utf8(out).unwrap()
+}
+
+/// A kept start is made again when the type or the second changes, and is
+/// not used for a type that does not fit, one made at run time, another
+/// status or a handler's own `Date`.
+#[test]
+fn a_kept_start_follows_the_type_and_the_date() {
+    const LATER: &[u8; 29] = b"Sun, 06 Nov 1994 08:49:38 GMT";
+    let long: &'static str = "application/vnd.example.long-type+json";
+    let answers = [
+        (Response::text("a"), DATE),
+        (Response::text("b").with_content_type("application/json"), DATE),
+        (Response::text("c").with_content_type("application/json"), LATER),
+        (Response::text("d"), LATER),
+        (Response::text("e").with_content_type(long), LATER),
+        (Response::text("f").with_content_type(String::from("text/x")), LATER),
+        (Response::text("g").with_status(201), LATER),
+        (Response::text("h").with_header("Date", "Sat, 05 Nov 1994 08:49:37 GMT"), LATER),
+        (Response::text("i"), DATE),
+    ];
+    let mut kept = HeadStart::new();
+    for (resp, date) in &answers {
+        let framing = plan(resp, Version::Http11, false).unwrap();
+        let (mut fresh, mut again) = (Vec::new(), Vec::new());
+        encode_head(resp, framing, true, Version::Http11, date, None, &mut fresh);
+        encode_head(resp, framing, true, Version::Http11, date, Some(&mut kept), &mut again);
+        assert_eq!(String::from_utf8(again).unwrap(), String::from_utf8(fresh).unwrap());
+    }
+    let json = "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:38 GMT\r\nContent-Type: application/json\r\n";
+    let mut out = Vec::new();
+    let resp = Response::text("j").with_content_type("application/json");
+    let framing = plan(&resp, Version::Http11, false).unwrap();
+    encode_head(&resp, framing, true, Version::Http11, LATER, Some(&mut kept), &mut out);
+    assert!(String::from_utf8(out).unwrap().starts_with(json));
 }
 
 #[test]

@@ -64,7 +64,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let framing = checked(resp, &head, is_head, is_connect, &cx.peer);
     let keep_alive = keep_alive(&head, resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
-    encode_head(resp, framing, keep_alive, head.version, &date, &mut cx.scratch.out);
+    encode_head(resp, framing, keep_alive, head.version, &date, Some(&mut cx.scratch.head_start), &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
         return upgrade(conn, io, cx, on_upgrade);
     }
