@@ -208,10 +208,9 @@ impl HeadStart {
     /// appended, when they do not fit in the block.
     #[inline(always)]
     fn push(&mut self, ct: &'static str, date: &[u8; DATE_LEN], out: &mut Vec<u8>) -> bool {
-        if (ct.as_ptr() as usize, ct.len()) != self.ct || *date != self.date {
-            if !self.make(ct, date) {
-                return false;
-            }
+        let same = (ct.as_ptr() as usize, ct.len()) == self.ct && *date == self.date;
+        if !same && !self.make(ct, date) {
+            return false;
         }
         // The whole block (a few moves), then cut to the lines.
         let start = out.len();
