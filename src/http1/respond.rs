@@ -281,7 +281,7 @@ pub(super) fn call<H: Handler + ?Sized>(
     // assignment, or `get_or_insert_with`, called the drop of an empty
     // response on every request). Forgetting `None` leaks nothing.
     let result = catch_unwind(AssertUnwindSafe(|| {
-        std::mem::forget(std::mem::replace(answer, Some(handler.handle(req))));
+        std::mem::forget(answer.replace(handler.handle(req)));
     }));
     // `Some(true)`: it slept, and ran for less than half of it (it
     // blocked); `Some(false)`: it did not (it computed, maybe waiting a
