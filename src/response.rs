@@ -56,6 +56,15 @@ impl Short {
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
+
+    /// Appends the body to `out`: all of `bytes` (a few moves), then cut
+    /// to `len`, where a copy of `len` bytes is a call to memcpy.
+    #[inline(always)]
+    pub(crate) fn append_to(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&self.bytes);
+        out.truncate(start + usize::from(self.len));
+    }
 }
 
 /// A closure that writes a streamed body.

@@ -394,7 +394,7 @@ fn write_body<T: Transport, H: ?Sized>(
     let (body, file) = match body {
         Payload::Static(b) => (Cow::Borrowed(b), None),
         Payload::Inline(short) => {
-            out.extend_from_slice(short.as_slice());
+            short.append_to(out);
             return Ok(());
         }
         Payload::Owned(b) => (Cow::Owned(b), None),
