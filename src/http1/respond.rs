@@ -82,8 +82,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         false if !body_done || conn.has_unparsed() => Then::Linger,
         false => Then::Close,
     };
-    let body = std::mem::replace(&mut resp.body, Payload::Static(b""));
-    if let Err(e) = write_body(conn, io, cx, body, framing, then) {
+    if let Err(e) = write_body(conn, io, cx, &mut resp.body, framing, then) {
         write_failed(cx, &e);
         return conn.cut_short(then);
     }
@@ -383,7 +382,7 @@ fn write_body<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
-    body: Payload,
+    body: &mut Payload,
     framing: ResponseFraming,
     then: Then,
 ) -> io::Result<()> {
@@ -391,8 +390,15 @@ fn write_body<T: Transport, H: ?Sized>(
         return Ok(());
     }
     let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
-    let (body, file) = match body {
+    // A short body is copied from where it is; any other is taken out of
+    // the response (a move of the whole body, which a short one is spared).
+    if let Payload::Inline(short) = body {
+        short.append_to(out);
+        return Ok(());
+    }
+    let (body, file) = match std::mem::replace(body, Payload::Static(b"")) {
         Payload::Static(b) => (Cow::Borrowed(b), None),
+        // (Appended above.)
         Payload::Inline(short) => {
             short.append_to(out);
             return Ok(());
