@@ -8,7 +8,7 @@
 //! per second per worker either way. A test holds it to `httpdate`'s output
 //! over four centuries.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Length of an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT`.
 pub(crate) const DATE_LEN: usize = 29;
@@ -17,43 +17,38 @@ pub(crate) const DATE_LEN: usize = 29;
 /// so there is no sharing and no lock on the hot path.
 #[derive(Debug)]
 pub(crate) struct DateCache {
-    /// The second `text` is for: from its start up to the next one's.
-    from: SystemTime,
-    until: SystemTime,
+    /// The second since the epoch `text` is for.
+    secs: u64,
     text: [u8; DATE_LEN],
 }
 
 impl DateCache {
     pub(crate) fn new() -> DateCache {
-        let mut cache = DateCache { from: UNIX_EPOCH, until: UNIX_EPOCH, text: [0; DATE_LEN] };
+        let mut cache = DateCache { secs: 0, text: format_imf_fixdate(0) };
         cache.now();
         cache
     }
 
     /// Returns the current time as IMF-fixdate bytes, from the coarse clock
-    /// ([`sys::coarse_now`](crate::sys::coarse_now): a few milliseconds
+    /// ([`sys::coarse_secs`](crate::sys::coarse_secs): a few milliseconds
     /// behind at most, a tenth of the cost of `SystemTime::now`).
     pub(crate) fn now(&mut self) -> &[u8; DATE_LEN] {
-        self.at(crate::sys::coarse_now())
+        self.at_secs(crate::sys::coarse_secs())
     }
 
-    /// `now` as IMF-fixdate bytes. Within the second cached, two
-    /// comparisons (a duration since the epoch, taken at every response,
-    /// cost 30 instructions more under callgrind); a clock set back is
-    /// formatted again too.
-    fn at(&mut self, now: SystemTime) -> &[u8; DATE_LEN] {
-        if now < self.from || now >= self.until {
-            self.cache(now);
+    /// The second `secs` as IMF-fixdate bytes: formatted when it is not the
+    /// one cached (the next, or an earlier one when the clock is set back).
+    #[inline]
+    fn at_secs(&mut self, secs: u64) -> &[u8; DATE_LEN] {
+        if secs != self.secs {
+            self.cache(secs);
         }
         &self.text
     }
 
     #[cold]
-    fn cache(&mut self, now: SystemTime) {
-        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.from = UNIX_EPOCH + Duration::from_secs(secs);
-        // At the end of time the range stays empty: formatted each time.
-        self.until = self.from.checked_add(Duration::from_secs(1)).unwrap_or(self.from);
+    fn cache(&mut self, secs: u64) {
+        self.secs = secs;
         self.text = format_imf_fixdate(secs);
     }
 }
@@ -116,6 +111,8 @@ pub(crate) fn civil_from_days(days: u64) -> (u64, u64, u64) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -151,13 +148,14 @@ mod tests {
     fn the_cache_follows_the_clock_both_ways() {
         let at = |secs: u64, millis: u64| UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis);
         let mut cache = DateCache::new();
-        assert_eq!(cache.at(at(784_111_777, 0)), b"Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(cache.at(at(784_111_777, 999)), b"Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(cache.at(at(784_111_778, 0)), b"Sun, 06 Nov 1994 08:49:38 GMT");
-        assert_eq!(cache.at(at(784_111_777, 500)), b"Sun, 06 Nov 1994 08:49:37 GMT");
-        assert_eq!(cache.at(at(1_700_000_000, 1)), b"Tue, 14 Nov 2023 22:13:20 GMT");
-        assert_eq!(cache.at(UNIX_EPOCH - Duration::from_secs(5)), b"Thu, 01 Jan 1970 00:00:00 GMT");
-        assert_eq!(cache.at(at(1_700_000_000, 0)), b"Tue, 14 Nov 2023 22:13:20 GMT");
+        let mut cache = |time| *cache.at_secs(crate::sys::secs_since_epoch(time));
+        assert_eq!(&cache(at(784_111_777, 0)), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(&cache(at(784_111_777, 999)), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(&cache(at(784_111_778, 0)), b"Sun, 06 Nov 1994 08:49:38 GMT");
+        assert_eq!(&cache(at(784_111_777, 500)), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(&cache(at(1_700_000_000, 1)), b"Tue, 14 Nov 2023 22:13:20 GMT");
+        assert_eq!(&cache(UNIX_EPOCH - Duration::from_secs(5)), b"Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(&cache(at(1_700_000_000, 0)), b"Tue, 14 Nov 2023 22:13:20 GMT");
     }
 
     #[test]

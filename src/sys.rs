@@ -112,3 +112,8 @@ impl std::io::Write for TcpConn {
         Ok(())
     }
 }
+
+/// Whole seconds since the Unix epoch of `time`; 0 before it.
+pub(crate) fn secs_since_epoch(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

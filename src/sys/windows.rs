@@ -17,8 +17,8 @@ use mio::{Interest, Registry, Token};
 use super::{ListenerSetup, ThreadRef};
 
 /// The wall clock, for `Date` (std's; the coarse one is a Linux reading).
-pub(crate) fn coarse_now() -> std::time::SystemTime {
-    std::time::SystemTime::now()
+pub(crate) fn coarse_secs() -> u64 {
+    super::secs_since_epoch(std::time::SystemTime::now())
 }
 
 /// Only `WouldBlock` re-arms a source: a short read leaves the connection
