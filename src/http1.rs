@@ -259,6 +259,12 @@ pub(crate) struct Ctx<'w, H: ?Sized> {
     pub(crate) counters: &'w Counters,
     pub(crate) peer: Peer,
     pub(crate) seat: &'w mut dyn Seating,
+    /// Some route had been seen blocking when the turn began
+    /// ([`Seating::routes_remembered`]): asked once a turn, not at each
+    /// request (two calls through the seat's table, some 15 instructions
+    /// per pipelined request). One first seen during the turn counts from
+    /// the next.
+    pub(crate) routes_remembered: bool,
 }
 
 impl<'w, H: ?Sized> Ctx<'w, H> {
@@ -318,6 +324,7 @@ impl Turn {
 #[inline]
 pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
     conn.attach(&mut cx.scratch.buffers, cx.config.read_buffer_size());
+    cx.routes_remembered = cx.seat.routes_remembered();
     if let Some(next) = pick_up(conn, io, cx) {
         return next;
     }
@@ -857,7 +864,7 @@ fn answer_error<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &
 /// True when the request's route was seen blocking lately (on any
 /// connection): its call will be handed over before it runs.
 fn route_expected_to_block<H: ?Sized>(conn: &ConnState, cx: &Ctx<'_, H>, head: &Head) -> bool {
-    if !cx.seat.routes_remembered() {
+    if !cx.routes_remembered {
         return false;
     }
     let (method, path) = crate::request::route(&conn.unparsed()[..head.len], head);

@@ -337,6 +337,7 @@ fn serve_until_parked<H: Handler>(
                 counters: &shared.counters,
                 peer: conn.peer,
                 seat: place,
+                routes_remembered: false,
             };
             // Handler panics are caught inside; this catches a panicking body
             // reader, which leaves the connection in an unknown state.

@@ -131,7 +131,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     // blocked for others (its first call, behind a proxy that opens a
     // connection per request).
     let expect_block = match slow_before {
-        Slow::No if cx.seat.route_blocks(method, req.path()) => Slow::Slept,
+        Slow::No if cx.routes_remembered && cx.seat.route_blocks(method, req.path()) => Slow::Slept,
         slow => slow,
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);

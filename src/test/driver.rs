@@ -72,6 +72,7 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
             counters: &self.counters,
             peer: self.peer,
             seat: &mut *self.seat,
+            routes_remembered: false,
         };
         serve(&mut self.conn, io, &mut cx)
     }
