@@ -23,7 +23,7 @@ pub(crate) use state::SLEPT_MEMORY;
 use std::borrow::Cow;
 use std::io;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::body::BodyBounds;
@@ -179,8 +179,10 @@ pub(crate) trait Seating {
     fn handler_may_block(&mut self, slept: bool);
 
     /// The monitor's tick count: a handler call across two ticks blocked,
-    /// unless the worker was running all along (see `seen_since`).
-    fn ticks(&self) -> u64;
+    /// unless the worker was running all along (see `seen_since`). The
+    /// counter itself, read before and after each call: one call through
+    /// the seat's table, not two.
+    fn ticks(&self) -> &AtomicU64;
 
     /// What the monitor found of this worker during its call from tick
     /// `tick`, if it found its seat stuck meanwhile: asleep at its last look
@@ -244,8 +246,9 @@ pub(crate) struct NoSeat;
 impl Seating for NoSeat {
     fn handler_may_block(&mut self, _: bool) {}
 
-    fn ticks(&self) -> u64 {
-        0
+    fn ticks(&self) -> &AtomicU64 {
+        static NEVER: AtomicU64 = AtomicU64::new(0);
+        &NEVER
     }
 }
 

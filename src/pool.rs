@@ -9,7 +9,7 @@
 
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
@@ -218,8 +218,8 @@ impl Seating for Place<'_> {
         }
     }
 
-    fn ticks(&self) -> u64 {
-        self.shared.ticks()
+    fn ticks(&self) -> &AtomicU64 {
+        self.shared.tick_counter()
     }
 
     fn seen_since(&self, tick: u64) -> Option<bool> {

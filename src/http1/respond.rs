@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::state::chunked_body_settled_in;
@@ -275,7 +276,8 @@ pub(super) fn call<H: Handler + ?Sized>(
     } else {
         None
     };
-    let before = seat.ticks();
+    let clock = seat.ticks();
+    let before = clock.load(Ordering::Relaxed);
     // `answer` is empty here: filled without dropping what it held (an
     // assignment, or `get_or_insert_with`, called the drop of an empty
     // response on every request). Forgetting `None` leaks nothing.
@@ -302,7 +304,7 @@ pub(super) fn call<H: Handler + ?Sized>(
         counters.panic();
         *answer = Some(error_response(500));
     }
-    if seat.ticks().wrapping_sub(before) < 2 {
+    if clock.load(Ordering::Relaxed).wrapping_sub(before) < 2 {
         return Ran::Quick;
     }
     // What the monitor found of this worker, if it looked: not at a call

@@ -532,8 +532,9 @@ fn at_shutdown_a_lingering_close_yields_to_connections_waiting_for_the_worker() 
     impl Seating for Busy {
         fn handler_may_block(&mut self, _: bool) {}
 
-        fn ticks(&self) -> u64 {
-            0
+        fn ticks(&self) -> &AtomicU64 {
+            static NEVER: AtomicU64 = AtomicU64::new(0);
+            &NEVER
         }
 
         fn others_ready(&self) -> Option<bool> {
@@ -1782,8 +1783,8 @@ impl Seating for TestSeat {
         self.may_grow.fetch_add(u64::from(slept), Ordering::Relaxed);
     }
 
-    fn ticks(&self) -> u64 {
-        self.ticks.load(Ordering::Relaxed)
+    fn ticks(&self) -> &AtomicU64 {
+        &self.ticks
     }
 
     fn seen_since(&self, _: u64) -> Option<bool> {

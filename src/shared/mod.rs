@@ -151,6 +151,10 @@ impl Shared {
         self.ticks.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn tick_counter(&self) -> &AtomicU64 {
+        &self.ticks
+    }
+
     /// True when some connection waits in a ready list: at shutdown, a
     /// worker lingering over a close serves it first (see
     /// [`Seating::others_ready`](crate::http1::Seating::others_ready)).
