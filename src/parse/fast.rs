@@ -16,7 +16,7 @@
 
 use super::framing::FramingHeaders;
 use super::{Head, HeaderSpan, Limits, MAX_HEADERS_CAP, line_limit};
-use crate::proto::{DIGIT, FIELD_TEXT, VCHAR, Version, skip, skip_host, skip_name};
+use crate::proto::{FIELD_TEXT, VCHAR, Version, skip, skip_host, skip_name, skip_port};
 
 /// The head at the start of `buf`, when it is complete and of the common
 /// kind; `None` leaves it to the full parser. `spans` is cleared and
@@ -131,12 +131,13 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
 /// is of the form [`super::framing::check_host`] takes at once (a
 /// registered name or IPv4 address, then perhaps a colon and digits) and
 /// nothing follows it on its line; `None` leaves the value to be read and
-/// checked the general way.
+/// checked the general way (so does a port of eight digits or more, or
+/// one too near the end of the buffer for a word to be read from it).
 #[inline(always)]
 fn host_value(buf: &[u8], from: usize) -> Option<usize> {
     let mut end = skip_host(buf, from)?;
     if buf[end] == b':' {
-        end = skip(buf, end + 1, DIGIT)?;
+        end = skip_port(buf, end + 1)?;
     }
     (buf[end] == b'\r').then_some(end)
 }
