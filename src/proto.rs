@@ -164,18 +164,22 @@ pub(crate) fn skip(bytes: &[u8], from: usize, class: u8) -> Option<usize> {
         _ => None,
     };
     if let Some((lo, hi)) = range {
-        while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        // The rest of `bytes` is taken apart word by word, and the index
+        // worked out only at the end: indexing with `at` cost a bounds
+        // check of two compares per word.
+        let mut rest = bytes.get(from..).unwrap_or_default();
+        at = loop {
+            let Some((word, after)) = rest.split_first_chunk::<8>() else {
+                break bytes.len() - rest.len();
+            };
             match first_outside(u64::from_le_bytes(*word), lo, hi) {
                 // Outside the range is outside the class: these classes
                 // are their ranges (tab aside, which the table then takes).
-                Some(i) if class != FIELD_TEXT || bytes[at + i] != b'\t' => return Some(at + i),
-                Some(i) => {
-                    at += i;
-                    break;
-                }
-                None => at += 8,
+                Some(i) if class != FIELD_TEXT || word[i] != b'\t' => return Some(bytes.len() - rest.len() + i),
+                Some(i) => break bytes.len() - rest.len() + i,
+                None => rest = after,
             }
-        }
+        };
     } else {
         while let Some(&[a, b, c, d]) = bytes.get(at..).and_then(<[u8]>::first_chunk::<4>) {
             if of(a) & of(b) & of(c) & of(d) & class == 0 {
@@ -265,15 +269,17 @@ fn not_host_letters(word: u64) -> u64 {
 /// there with [`skip`], whose class holds all these letters. (A constant,
 /// not a function passed in: LLVM left such a function uninlined.)
 #[inline(always)]
-fn skip_words<const HOST: bool>(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+fn skip_words<const HOST: bool>(bytes: &[u8], from: usize) -> usize {
+    // Word by word from a shrinking slice, as in `skip`.
+    let mut rest = bytes.get(from..).unwrap_or_default();
+    while let Some((word, after)) = rest.split_first_chunk::<8>() {
         let word = u64::from_le_bytes(*word);
         match if HOST { not_host_letters(word) } else { not_name_letters(word) } {
-            0 => at += 8,
-            marked => return at + marked.trailing_zeros() as usize / 8,
+            0 => rest = after,
+            marked => return bytes.len() - rest.len() + marked.trailing_zeros() as usize / 8,
         }
     }
-    at
+    bytes.len() - rest.len()
 }
 
 /// [`skip`] of `TCHAR` for a field name: letters and `-` eight at a time.
