@@ -62,13 +62,23 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
             at += 2;
             break;
         }
+        if spans.len() == most {
+            return None;
+        }
+        // `Host: ` and a value of the usual form, the field line nearly
+        // every request has, is read by itself: its name told by one word,
+        // its value checked as it is read (in one pass over it, not two).
+        // Any other line, `Host` with other spacing or value among them,
+        // goes the general way.
+        if let Some(end) = host_line(buf, at) {
+            framing.count_host().ok()?;
+            spans.push(HeaderSpan { name: (at as u32, 4), value: ((at + 6) as u32, (end - at - 6) as u32) });
+            at = end + 2;
+            continue;
+        }
         let name_start = at;
-        // `Host`, the field line nearly every request has, is told by one
-        // word; any other name is scanned.
-        let host = buf.get(at..).and_then(<[u8]>::first_chunk::<8>).is_some_and(|word| is_host_colon(*word));
-        at = if host { at + 4 } else { skip_name(buf, at)? };
-        let name_len = at - name_start;
-        if name_len == 0 || buf[at] != b':' || spans.len() == most {
+        at = skip_name(buf, at)?;
+        if at == name_start || buf[at] != b':' {
             return None;
         }
         let name = &buf[name_start..at];
@@ -84,23 +94,13 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         // The value ends at its last visible byte; an empty one sits
         // where the line's CR is.
         let value_start = at;
-        // A `Host` value of the usual form is checked as it is read (in one
-        // pass over it, not two); any other goes the general way.
-        let host_end = if host { host_value(buf, at) } else { None };
-        let value = if let Some(end) = host_end {
-            at = end;
-            framing.count_host().ok()?;
-            &buf[value_start..end]
-        } else {
-            at = skip(buf, at, FIELD_TEXT)?;
-            let mut value = &buf[value_start..at];
-            // Its leading whitespace skipped above, so it starts where it did.
-            while let [rest @ .., b' ' | b'\t'] = value {
-                value = rest;
-            }
-            framing.add(name, value, version).ok()?;
-            value
-        };
+        at = skip(buf, at, FIELD_TEXT)?;
+        let mut value = &buf[value_start..at];
+        // Its leading whitespace skipped above, so it starts where it did.
+        while let [rest @ .., b' ' | b'\t'] = value {
+            value = rest;
+        }
+        framing.add(name, value, version).ok()?;
         if buf[at] != b'\r' || *buf.get(at + 1)? != b'\n' {
             return None;
         }
@@ -127,28 +127,54 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     })
 }
 
-/// Where the CR after a `Host` value starting at `from` is, when the value
-/// is of the form [`super::framing::check_host`] takes at once (a
-/// registered name or IPv4 address, then perhaps a colon and digits) and
-/// nothing follows it on its line; `None` leaves the value to be read and
-/// checked the general way (so does a port of eight digits or more, or
-/// one too near the end of the buffer for a word to be read from it).
+/// Where the CR ending a field line at `from` is, when it is `Host: `
+/// (the name in either case) and a value of the form
+/// [`super::framing::check_host`] takes at once (a registered name or IPv4
+/// address, then perhaps a colon and digits), then CRLF. `None` leaves the
+/// line to be read and checked the general way (so does a port of eight
+/// digits or more, or one too near the end of the buffer for a word to be
+/// read from it).
 #[inline(always)]
-fn host_value(buf: &[u8], from: usize) -> Option<usize> {
-    let mut end = skip_host(buf, from)?;
+fn host_line(buf: &[u8], from: usize) -> Option<usize> {
+    let word = buf.get(from..)?.first_chunk::<8>()?;
+    if !is_host_colon_space(*word) {
+        return None;
+    }
+    let mut end = skip_host(buf, from + 6)?;
     if buf[end] == b':' {
         end = skip_port(buf, end + 1)?;
     }
-    (buf[end] == b'\r').then_some(end)
+    (buf[end] == b'\r' && *buf.get(end + 1)? == b'\n').then_some(end)
 }
 
-/// Whether `word` starts with `Host:`, its letters in either case. Exact:
+/// Whether `word` starts with `Host: `, its letters in either case. Exact:
 /// with bit 5 set, only `h` and `H` become `h` (and so on), and the colon
-/// is compared as it is.
+/// and the space are compared as they are.
 #[inline(always)]
-fn is_host_colon(word: [u8; 8]) -> bool {
+fn is_host_colon_space(word: [u8; 8]) -> bool {
     const CASE: u64 = u64::from_le_bytes([0x20, 0x20, 0x20, 0x20, 0, 0, 0, 0]);
-    const MASK: u64 = u64::from_le_bytes([0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0]);
-    const HOST: u64 = u64::from_le_bytes(*b"host:\0\0\0");
+    const MASK: u64 = u64::from_le_bytes([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0]);
+    const HOST: u64 = u64::from_le_bytes(*b"host: \0\0");
     (u64::from_le_bytes(word) | CASE) & MASK == HOST
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_host_colon_space;
+
+    /// Exact in every lane: each byte value at each place of words that
+    /// are `Host: ` in either case, and words that are not.
+    #[test]
+    fn is_host_colon_space_is_eq_ignore_ascii_case() {
+        for base in [b"Host: ab", b"hOsT: \r\n", b"HOST:  x", b"host:\r\n\r"] {
+            for at in 0..8 {
+                for byte in 0..=255 {
+                    let mut word = *base;
+                    word[at] = byte;
+                    let expected = word[..6].eq_ignore_ascii_case(b"host: ");
+                    assert_eq!(is_host_colon_space(word), expected, "{word:02x?}");
+                }
+            }
+        }
+    }
 }

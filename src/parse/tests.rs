@@ -434,6 +434,8 @@ fn a_bare_lf_is_found_wherever_it_is() {
 const COMMON: &[&[u8]] = &[
     b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
     b"GET /testolope HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHOST: Example.COM:443\r\nAccept: */*\r\n\r\n",
+    b"GET / HTTP/1.1\r\nAccept: */*\r\nhost: localhost:80\r\n\r\n",
     b"HEAD /x?y=1&z=%20 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n",
     b"POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
     b"PUT /f HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
@@ -625,6 +627,12 @@ fn host_values_are_checked_by_their_grammar() {
         let head = [&b"GET / HTTP/1.1\r\nHost: "[..], host, b"\r\n\r\n"].concat();
         let got = parse(&head);
         let shown = String::from_utf8_lossy(host);
+        // The fast path takes each valid one (its `Host` line, or the
+        // general way), last or followed by another field line.
+        let followed = [&b"GET / HTTP/1.1\r\nHost: "[..], host, b"\r\nAccept: */*\r\n\r\n"].concat();
+        for head in [&head, &followed] {
+            assert_eq!(fast_path_agrees(head, &limits()), ok, "{shown:?}");
+        }
         if ok {
             assert!(matches!(got, Ok(Some(_))), "{shown:?}: {got:?}");
         } else {
