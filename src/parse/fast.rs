@@ -23,15 +23,19 @@ use crate::proto::{FIELD_TEXT, VCHAR, Version, skip, skip_host, skip_name, skip_
 /// filled as the full parser fills it (left in any state on `None`).
 #[inline(always)]
 pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> Option<Head> {
-    let method_len = match buf.get(..4)? {
-        b"GET " | b"PUT " => 3,
-        b"POST" | b"HEAD" if buf.get(4) == Some(&b' ') => 4,
+    let (method_len, target) = match buf.split_first_chunk::<4>()? {
+        (b"GET " | b"PUT ", rest) => (3, rest),
+        (b"POST" | b"HEAD", [b' ', rest @ ..]) => (4, rest),
         _ => return None,
     };
-    let target_start = method_len + 1;
-    let mut at = skip(buf, target_start, VCHAR)?;
-    let target_len = at - target_start;
-    let line_end: &[u8; 11] = buf.get(at..at + 11)?.try_into().ok()?;
+    // Origin-form only (`/…`): the others are the full parser's to judge.
+    if target.first() != Some(&b'/') {
+        return None;
+    }
+    // The rest of the line is read from `target`, the bytes after the
+    // method and its space, which spares a bounds check or two.
+    let target_len = skip(target, 1, VCHAR)?;
+    let line_end = target.get(target_len..)?.first_chunk::<11>()?;
     if line_end[..8] != *b" HTTP/1." || line_end[9..] != *b"\r\n" {
         return None;
     }
@@ -40,17 +44,13 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         b'0' => Version::Http10,
         _ => return None,
     };
+    let target_start = method_len + 1;
     // The request line without its LF; no empty lines before it.
-    let line_len = at + 10;
-    at += 11;
-    // Origin-form only (`/…`): the others are the full parser's to judge.
-    if target_len == 0
-        || buf[target_start] != b'/'
-        || target_len > limits.max_uri_bytes
-        || line_len > line_limit(limits)
-    {
+    let line_len = target_start + target_len + 10;
+    if target_len > limits.max_uri_bytes || line_len > line_limit(limits) {
         return None;
     }
+    let mut at = line_len + 1;
     let most = limits.max_headers.clamp(1, MAX_HEADERS_CAP);
     let mut framing = FramingHeaders::default();
     spans.clear();
