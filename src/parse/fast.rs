@@ -54,6 +54,7 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     let most = limits.max_headers.clamp(1, MAX_HEADERS_CAP);
     let mut framing = FramingHeaders::default();
     spans.clear();
+    let mut host_lines = 0;
     loop {
         if *buf.get(at)? == b'\r' {
             if *buf.get(at + 1)? != b'\n' {
@@ -71,7 +72,9 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         // Any other line, `Host` with other spacing or value among them,
         // goes the general way.
         if let Some(end) = host_line(buf, at) {
-            framing.count_host().ok()?;
+            // Counted apart from `framing`, in a register: more than one
+            // `Host` in all is refused at the end.
+            host_lines += 1;
             spans.push(HeaderSpan { name: (at as u32, 4), value: ((at + 6) as u32, (end - at - 6) as u32) });
             at = end + 2;
             continue;
@@ -111,7 +114,8 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
         });
     }
     let len = at;
-    if len > limits.max_head_bytes || (version == Version::Http11 && framing.hosts == 0) {
+    let hosts = framing.hosts + host_lines;
+    if len > limits.max_head_bytes || hosts > 1 || (version == Version::Http11 && hosts == 0) {
         return None;
     }
     let body = framing.body_kind(limits).ok()?;
