@@ -47,9 +47,12 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     let target_start = method_len + 1;
     // The request line without its LF; no empty lines before it.
     let line_len = target_start + target_len + 10;
-    if target_len > limits.max_uri_bytes || line_len > line_limit(limits) {
+    // Within the line's limit then too: that is the target's and 64 bytes,
+    // and the rest of this line is 15 at most.
+    if target_len > limits.max_uri_bytes {
         return None;
     }
+    debug_assert!(line_len <= line_limit(limits));
     let mut at = line_len + 1;
     let most = limits.max_headers.clamp(1, MAX_HEADERS_CAP);
     let mut framing = FramingHeaders::default();
