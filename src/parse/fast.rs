@@ -54,7 +54,6 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     }
     debug_assert!(line_len <= line_limit(limits));
     let mut at = line_len + 1;
-    let most = limits.max_headers.clamp(1, MAX_HEADERS_CAP);
     let mut framing = FramingHeaders::default();
     spans.clear();
     let mut host_lines = 0;
@@ -66,7 +65,9 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
             at += 2;
             break;
         }
-        if spans.len() == most {
+        // The configured count is checked at the end; this bound, a
+        // constant, keeps `spans` from growing past what any server takes.
+        if spans.len() == MAX_HEADERS_CAP {
             return None;
         }
         // `Host: ` and a value of the usual form, the field line nearly
@@ -118,7 +119,11 @@ pub(super) fn head(buf: &[u8], limits: &Limits, spans: &mut Vec<HeaderSpan>) -> 
     }
     let len = at;
     let hosts = framing.hosts + host_lines;
-    if len > limits.max_head_bytes || hosts > 1 || (version == Version::Http11 && hosts == 0) {
+    if len > limits.max_head_bytes
+        || spans.len() > limits.max_headers.max(1)
+        || hosts > 1
+        || (version == Version::Http11 && hosts == 0)
+    {
         return None;
     }
     let body = framing.body_kind(limits).ok()?;
