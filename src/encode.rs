@@ -103,10 +103,9 @@ pub(crate) fn encode_in_memory(
     }
 }
 
-/// Appends the status line and headers of `resp` to `out`.
+/// Appends the status line and headers of `resp` to `out`. With `kept`, a
+/// start of the common kind is appended from there ([`HeadStart`]).
 #[inline(always)]
-/// With `kept`, a start of the common kind is appended from there
-/// ([`HeadStart`]).
 pub(crate) fn encode_head(
     resp: &Response,
     framing: ResponseFraming,
