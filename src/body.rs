@@ -7,6 +7,7 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
+use crate::error::FromBody;
 use crate::io::{Transport, now, read_wait, write_all_wait};
 
 /// One read of body bytes, waiting up to `timeout` for them. A worker that
@@ -86,7 +87,7 @@ impl BodyError {
             BodyError::UpgradesFull => (io::ErrorKind::ResourceBusy, "too many upgraded connections"),
             BodyError::Io => (io::ErrorKind::UnexpectedEof, "request body cut short"),
         };
-        io::Error::new(kind, text)
+        FromBody::wrap(text, kind)
     }
 }
 
@@ -455,7 +456,15 @@ impl<'a> Body<'a> {
             io::ErrorKind::ResourceBusy => BodyError::Busy,
             _ => BodyError::Io,
         });
-        e
+        // Marked as the body's, so that a handler passing it on with `?`
+        // is answered as the client's doing, not as a fault of its own.
+        match FromBody::marks(&e) {
+            true => e,
+            false => {
+                let kind = e.kind();
+                FromBody::wrap(e, kind)
+            }
+        }
     }
 
     fn send_continue(&mut self) -> io::Result<()> {

@@ -86,12 +86,16 @@ impl Error {
     /// | [`UnsupportedMediaType`](ErrorKind::UnsupportedMediaType) | `415 Unsupported Media Type` |
     /// | [`Internal`](ErrorKind::Internal) | `500 Internal Server Error` |
     /// | [`Io`](ErrorKind::Io), the body read timed out | `408 Request Timeout` |
-    /// | [`Io`](ErrorKind::Io), the body was malformed or cut short | `400 Bad Request` |
+    /// | [`Io`](ErrorKind::Io), the body was malformed, cut short, or the client reset the connection | `400 Bad Request` |
+    /// | [`Io`](ErrorKind::Io), too many workers wait on bodies already | `503 Service Unavailable` |
     /// | [`Io`](ErrorKind::Io), anything else | `500 Internal Server Error` |
     ///
     /// When reading the request body failed, the server answers by itself
-    /// (`400`, `408` or `413`, or it closes the connection) whatever the
-    /// handler returns; the status still says what went wrong.
+    /// (`400`, `408`, `413` or `503`, or it closes the connection) whatever
+    /// the handler returns; the status still says what went wrong, and is
+    /// what the access log records. Only a `500` is the server's own fault:
+    /// the crate's helpers log the others at `debug`
+    /// ([`Error::is_server_fault`]).
     pub fn status(&self) -> u16 {
         // Matched in full: a new kind must choose its status here.
         match self.kind {
@@ -99,12 +103,84 @@ impl Error {
             ErrorKind::InvalidUtf8 | ErrorKind::BadRequest => 400,
             ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::Internal => 500,
-            ErrorKind::Io => match self.io_source().map(io::Error::kind) {
-                Some(io::ErrorKind::TimedOut) => 408,
-                Some(io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof) => 400,
-                _ => 500,
-            },
+            ErrorKind::Io => self.io_source().map_or(500, |e| body_io_status(e.kind())),
         }
+    }
+
+    /// True when the error is the server's own fault ([`Error::status`] is
+    /// `500`): not the client's, which sent something wrong, too slowly, or
+    /// went away (`4xx`), nor the load's (`503`). The crate's helpers log
+    /// the server's faults at `error`, and the others at `debug`, as a
+    /// client's doings are.
+    ///
+    /// ```
+    /// # fn handler(req: &mut httpool::Request) -> httpool::Response {
+    /// match req.read_body(1 << 20) {
+    ///     Ok(body) => httpool::Response::bytes(body),
+    ///     Err(e) if e.is_server_fault() => panic!("a fault of the server's: {e}"),
+    ///     Err(e) => httpool::Response::status(e.status()),
+    /// }
+    /// # }
+    /// ```
+    pub fn is_server_fault(&self) -> bool {
+        self.status() == 500
+    }
+
+    /// Logs an error a handler answers with: the server's own I/O failure
+    /// at `error`; the rest at `debug` (a client's doing, the load, or an
+    /// [`ErrorKind::Internal`] mistake, logged at `error` where it is made).
+    pub(crate) fn log_answered(&self) {
+        let code = self.status();
+        if self.kind == ErrorKind::Io && code == 500 {
+            error!("handler failed: {}; answering {code}", crate::logging::Escaped(self));
+        } else {
+            debug!("handler answered an error: {}; sending {code}", crate::logging::Escaped(self));
+        }
+    }
+}
+
+/// The status for an I/O error that reading a request body returned: the
+/// client's doing (`4xx`), the server's load (`503`), or else the server's
+/// own failure (`500`).
+pub(crate) fn body_io_status(kind: io::ErrorKind) -> u16 {
+    use io::ErrorKind::*;
+    match kind {
+        TimedOut => 408,
+        // Malformed or cut short, or the client went away mid-body: either
+        // way its request was not whole.
+        InvalidData | UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected => 400,
+        ResourceBusy => 503,
+        _ => 500,
+    }
+}
+
+/// The source of an `io::Error` that reading a request body returned,
+/// which marks it as the client's or the load's, not the handler's own:
+/// its `Display` and `source` are the inner error's.
+#[derive(Debug)]
+pub(crate) struct FromBody(Box<dyn error::Error + Send + Sync>);
+
+impl FromBody {
+    /// `e` marked as a body read's, with its kind kept.
+    pub(crate) fn wrap(e: impl Into<Box<dyn error::Error + Send + Sync>>, kind: io::ErrorKind) -> io::Error {
+        io::Error::new(kind, FromBody(e.into()))
+    }
+
+    /// True when `e` came from reading a request body.
+    pub(crate) fn marks(e: &io::Error) -> bool {
+        e.get_ref().is_some_and(|inner| inner.is::<FromBody>())
+    }
+}
+
+impl fmt::Display for FromBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl error::Error for FromBody {
+    fn source(&self) -> Option<&(dyn error::Error + 'static)> {
+        self.0.source()
     }
 }
 
@@ -169,6 +245,32 @@ mod tests {
         assert_eq!(Error::new(ErrorKind::UnsupportedMediaType, "not JSON").status(), 415);
         assert_eq!((io(io::ErrorKind::TimedOut), io(io::ErrorKind::InvalidData)), (408, 400));
         assert_eq!(io(io::ErrorKind::Other), 500);
+    }
+
+    #[test]
+    fn a_client_going_away_or_the_server_too_busy_is_not_the_servers_fault() {
+        let io = |kind| Error::from_body(io::Error::new(kind, "x"));
+        for (kind, status) in [
+            (io::ErrorKind::ConnectionReset, 400),
+            (io::ErrorKind::ConnectionAborted, 400),
+            (io::ErrorKind::BrokenPipe, 400),
+            (io::ErrorKind::UnexpectedEof, 400),
+            (io::ErrorKind::TimedOut, 408),
+            (io::ErrorKind::ResourceBusy, 503),
+        ] {
+            assert_eq!((io(kind).status(), io(kind).is_server_fault()), (status, false), "{kind:?}");
+        }
+        assert!(io(io::ErrorKind::Other).is_server_fault());
+        assert!(Error::new(ErrorKind::Internal, "no such parameter").is_server_fault());
+        assert!(!Error::body_too_large(1).is_server_fault());
+    }
+
+    #[test]
+    fn a_body_error_keeps_its_kind_and_text_and_is_known_as_one() {
+        let marked = FromBody::wrap(io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer"), io::ErrorKind::ConnectionReset);
+        assert_eq!((marked.kind(), marked.to_string()), (io::ErrorKind::ConnectionReset, "reset by peer".into()));
+        assert!(FromBody::marks(&marked));
+        assert!(!FromBody::marks(&io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer")));
     }
 
     #[test]

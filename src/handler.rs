@@ -3,7 +3,7 @@
 use std::io;
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::{Error, FromBody};
 use crate::request::Request;
 use crate::response::Response;
 use crate::status::reason;
@@ -172,32 +172,31 @@ impl IntoResponse for Error {
     }
 }
 
-/// `500`; an `io::Error` made from an [`httpool::Error`](crate::Error)
-/// (`?` in a handler returning `io::Result`) answers as that error does.
-///
-/// The error is logged: at `debug` for kinds a client causes when it sends
-/// a body badly or goes away (`TimedOut`, `UnexpectedEof`, `InvalidData`,
-/// a reset or broken pipe; the server answers those itself, whatever the
-/// handler returns), at `error` otherwise.
+/// An `io::Error` that reading the request body returned (`?` on
+/// [`Request::body`](crate::Request::body)'s reads) answers as the
+/// [`Error`] it is: the client's doing (`400`, `408`) or the load's (`503`),
+/// logged at `debug`; the server answers those itself, whatever the handler
+/// returns. One made from an [`httpool::Error`](crate::Error) (`?` in a
+/// handler returning `io::Result`) answers as that error does. Any other
+/// is the handler's own failure (a file, a database, an outbound call):
+/// `500`, logged at `error`.
 impl IntoResponse for io::Error {
     fn into_response(self) -> Response {
         if let Some(e) = self.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
             return response_for_error(e);
         }
-        use io::ErrorKind::*;
-        match self.kind() {
-            TimedOut | UnexpectedEof | InvalidData | ConnectionReset | ConnectionAborted | BrokenPipe => {
-                debug!("handler failed: {self}; answering 500");
-            }
-            _ => error!("handler failed: {self}; answering 500"),
+        if FromBody::marks(&self) {
+            return response_for_error(&Error::from_body(self));
         }
+        error!("handler failed: {self}; answering 500");
         Response::text(reason(500)).with_status(500)
     }
 }
 
+/// [`Error::status`], logged as [`Error::log_answered`] says.
 fn response_for_error(e: &Error) -> Response {
     let code = e.status();
-    debug!("handler answered an error: {}; sending {code}", crate::logging::Escaped(e));
+    e.log_answered();
     if code < 500 {
         Response::text(format!("{e}\n")).with_status(code)
     } else {
@@ -244,8 +243,28 @@ mod tests {
 
     #[test]
     fn other_io_errors_are_500_without_their_message() {
-        assert_eq!(answer(body_io(io::ErrorKind::ConnectionReset)), (500, "Internal Server Error".into()));
+        assert_eq!(answer(body_io(io::ErrorKind::Other)), (500, "Internal Server Error".into()));
         assert_eq!(answer(io::Error::other("disk on fire")), (500, "Internal Server Error".into()));
+        // A reset of the handler's own (a database's connection) is its
+        // failure, not the client's.
+        assert_eq!(answer(io::Error::from(io::ErrorKind::ConnectionReset)).0, 500);
+    }
+
+    #[test]
+    fn a_client_going_away_mid_body_is_400_and_a_busy_server_503_on_every_path() {
+        let from_body = |kind| FromBody::wrap(io::Error::new(kind, "from the socket"), kind);
+        for (kind, status) in [
+            (io::ErrorKind::ConnectionReset, 400),
+            (io::ErrorKind::ConnectionAborted, 400),
+            (io::ErrorKind::BrokenPipe, 400),
+            (io::ErrorKind::ResourceBusy, 503),
+        ] {
+            // As an `Error` (`req.read_body(..)?`) and as the body's own
+            // `io::Error` (`?` on `req.body()`'s reads).
+            assert_eq!(answer(body_io(kind)).0, status, "{kind:?}");
+            assert_eq!(answer(from_body(kind)).0, status, "{kind:?}");
+        }
+        assert_eq!(answer(from_body(io::ErrorKind::ResourceBusy)), (503, "Service Unavailable".into()));
     }
 
     #[test]

@@ -53,12 +53,32 @@ impl Request<'_> {
             return Err(Error::new(ErrorKind::UnsupportedMediaType, "expected Content-Type: application/json"));
         }
         let body = self.read_body(limit)?;
-        let mut json = serde_json::Deserializer::from_slice(&body);
-        let value = serde_path_to_error::deserialize(&mut json)
-            .map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(naming(&e)))?;
-        json.end().map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(e))?;
-        Ok(value)
+        from_slice(&body)
     }
+}
+
+/// Stack that must be left when a nested value starts: more than one level
+/// of any derived type takes (a level of a type with 128 string fields
+/// takes about 22 KiB in a release build, more in a debug one), so that a
+/// level never reaches the end of the stack between two looks.
+const RED_ZONE: usize = 256 * 1024;
+/// The size of each stack segment added when less than [`RED_ZONE`] is
+/// left: about 100 such levels.
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
+/// `body` as a `T`. Nesting is bounded in levels by serde_json (127 arrays
+/// and objects, whatever `T` is: past it, `400`), and in stack by
+/// continuing on a new segment where the worker's runs low: a recursive
+/// `T` takes stack per level in proportion to its fields, and an overflow
+/// would abort the process, not panic one worker.
+fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    let mut json = serde_json::Deserializer::from_slice(body);
+    let mut growing = serde_stacker::Deserializer::new(&mut json);
+    (growing.red_zone, growing.stack_size) = (RED_ZONE, STACK_SEGMENT);
+    let value = serde_path_to_error::deserialize(growing)
+        .map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(naming(&e)))?;
+    json.end().map_err(|e| Error::new(ErrorKind::BadRequest, "invalid JSON body").with_source(e))?;
+    Ok(value)
 }
 
 impl Response {
@@ -148,15 +168,15 @@ impl JsonError {
     }
 }
 
-/// The request error's status and message ([`Error::status`]); a `5xx`
-/// is logged and answered with its reason phrase only.
+/// The request error's status and message ([`Error::status`]); a `5xx` is
+/// answered with its reason phrase only. Logged as the plain error path
+/// does: a client's doing or the load at `debug`, the server's own I/O
+/// failure at `error`.
 impl From<Error> for JsonError {
     fn from(e: Error) -> JsonError {
+        e.log_answered();
         match e.status() {
-            status @ 500.. => {
-                error!("handler failed: {}; answering {status}", crate::logging::Escaped(&e));
-                JsonError::new(status, crate::status::reason(status))
-            }
+            status @ 500.. => JsonError::new(status, crate::status::reason(status)),
             status => JsonError::new(status, e),
         }
     }
