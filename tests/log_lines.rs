@@ -103,6 +103,7 @@ fn a_client_resetting_mid_upload_is_not_logged_as_the_servers_error() {
     let access = logged("POST /reset-mid-upload");
     let [(_, line)] = &access[..] else { panic!("one access log line: {access:?}") };
     assert!(line.contains("\" 400 "), "{line}");
-    let errors: Vec<_> = CAPTURE.0.lock().unwrap().iter().filter(|(level, _)| *level <= log::Level::Warn).cloned().collect();
+    let errors: Vec<_> =
+        CAPTURE.0.lock().unwrap().iter().filter(|(level, _)| *level <= log::Level::Warn).cloned().collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
