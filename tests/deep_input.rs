@@ -48,6 +48,8 @@ fn server(stack: usize) -> ServerHandle {
         .spawn(|req: &mut Request| {
             let depth = match req.path() {
                 "/narrow" => req.json::<Narrow>().map(|n| n.depth()),
+                "/query" => req.query_as::<Wide>().map(|n| n.depth()),
+                "/form" => req.form_as::<Wide>().map(|n| n.depth()),
                 _ => req.json::<Wide>().map(|n| n.depth()),
             };
             match depth {
@@ -60,9 +62,15 @@ fn server(stack: usize) -> ServerHandle {
 
 /// Posts `body` as JSON to `path`: the status and the body answered.
 fn post(server: &ServerHandle, path: &str, body: &str) -> (u16, String) {
+    post_as(server, path, "application/json", body)
+}
+
+/// Posts `body` of type `content_type` to `path`: the status and the body
+/// answered.
+fn post_as(server: &ServerHandle, path: &str, content_type: &str, body: &str) -> (u16, String) {
     let mut conn = connect(server.local_addr());
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     send(&mut conn, head.as_bytes());
@@ -95,4 +103,30 @@ fn deep_json_into_a_wide_recursive_type_at_the_default_stack() {
 #[test]
 fn deep_json_into_a_wide_recursive_type_at_the_least_stack() {
     deepest_nesting_is_read_and_one_more_is_refused(MIN_WORKER_STACK_SIZE);
+}
+
+/// Forms and query strings are flat (`name=value` pairs; no bracketed
+/// nesting): a recursive type reads one level, and a value offered for the
+/// child is refused `400`, however the client spells it.
+fn forms_and_queries_read_one_level(stack: usize) {
+    let server = server(stack);
+    for pairs in ["f0=a&f127=b", "f0=a&child=x", "child[child][child]=x", "child.child=x&child=y"] {
+        let (query, _) = post_as(&server, &format!("/query?{pairs}"), "text/plain", "");
+        let (form, _) = post_as(&server, "/form", "application/x-www-form-urlencoded", pairs);
+        assert_eq!((query, form), if pairs.contains("child=") { (400, 400) } else { (200, 200) }, "{pairs}");
+    }
+    let deep = "child=".repeat(5_000);
+    assert_eq!(post_as(&server, "/form", "application/x-www-form-urlencoded", &deep).0, 400);
+    assert_eq!(post_as(&server, "/form", "application/x-www-form-urlencoded", "f1=z").1, "1");
+    server.shutdown();
+}
+
+#[test]
+fn forms_and_queries_into_a_recursive_type_at_the_default_stack() {
+    forms_and_queries_read_one_level(DEFAULT_WORKER_STACK_SIZE);
+}
+
+#[test]
+fn forms_and_queries_into_a_recursive_type_at_the_least_stack() {
+    forms_and_queries_read_one_level(MIN_WORKER_STACK_SIZE);
 }
