@@ -10,16 +10,45 @@ use httpool::{Request, Response, Server, Upgraded};
 use tungstenite::handshake::derive_accept_key;
 use tungstenite::protocol::{Role, WebSocket};
 
-/// Answers `GET /echo` with the WebSocket handshake; echoes every message.
+/// Answers `GET /echo` with the WebSocket handshake (RFC 6455 §4.2);
+/// echoes every message. A request that is no handshake gets the status
+/// that tells the client what to change: `405` to another method, `426`
+/// to one that asked for no upgrade to WebSocket or for another version
+/// than 13, `400` to one without a proper key.
 pub fn handler(req: &mut Request) -> Response {
-    let wants_websocket = req.header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
-    let key = req.header("sec-websocket-key");
-    match (req.path(), wants_websocket, key) {
-        ("/echo", true, Some(key)) => Response::upgrade(echo)
+    if req.path() != "/echo" {
+        return Response::status(404);
+    }
+    if req.method() != "GET" {
+        return Response::status(405).with_header("Allow", "GET");
+    }
+    // A 426 names the protocol it requires, in an `Upgrade` field, which
+    // goes with the `upgrade` connection option (RFC 9110 §7.8, §15.5.22).
+    let required = || Response::status(426).with_header("Upgrade", "websocket").with_header("Connection", "upgrade");
+    if !req.is_upgrade_to("websocket") {
+        return required();
+    }
+    if req.header("sec-websocket-version") != Some("13") {
+        return required().with_header("Sec-WebSocket-Version", "13");
+    }
+    match req.header("sec-websocket-key").filter(|key| is_nonce(key)) {
+        Some(key) => Response::upgrade(echo)
             .with_header("Upgrade", "websocket")
             .with_header("Sec-WebSocket-Accept", derive_accept_key(key.as_bytes())),
-        ("/echo", _, _) => Response::status(426).with_header("Upgrade", "websocket"),
-        _ => Response::status(404),
+        None => Response::status(400),
+    }
+}
+
+/// A WebSocket key: 16 bytes in base64 (RFC 6455 §4.1), 22 characters
+/// and `==`, the last character before it carrying no bits past the 16th
+/// byte.
+fn is_nonce(key: &str) -> bool {
+    let is_base64 = |b: &u8| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/';
+    match key.as_bytes() {
+        [digits @ .., last, b'=', b'='] if digits.len() == 21 => {
+            digits.iter().all(is_base64) && matches!(last, b'A' | b'Q' | b'g' | b'w')
+        }
+        _ => false,
     }
 }
 

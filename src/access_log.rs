@@ -135,8 +135,8 @@ fn sent(req: &Request<'_>, resp: Option<&Response>, drained: bool) -> (u16, Opti
     // The crate answers a panic with its 500, after logging it.
     let Some(resp) = resp else { return crate_answer(500) };
     if resp.upgrade.is_some() {
-        if crate::upgrade::refusal(req, resp).is_some() {
-            return crate_answer(500);
+        if let Some(refusal) = crate::upgrade::refusal(req, resp) {
+            return crate_answer(refusal.status());
         }
         // The switch is off when the body before it could not be read.
         if !drained {

@@ -226,11 +226,43 @@ impl<'a> Request<'a> {
         self.parsed.version
     }
 
-    /// HTTP/1.1 with `upgrade` among its `Connection` options (whether an
-    /// `Upgrade` field names a protocol is [`crate::upgrade::refusal`]'s
-    /// to judge).
-    pub(crate) fn asks_for_upgrade(&self) -> bool {
-        self.parsed.upgrade && self.parsed.version == Version::Http11
+    /// True when the request may be answered with a switch to `protocol`
+    /// ([`Response::upgrade`](crate::Response::upgrade) with `Upgrade:
+    /// protocol`): it is HTTP/1.1, not `HEAD`, has `upgrade` among its
+    /// `Connection` options, and its `Upgrade` field lists `protocol`
+    /// (compared without regard to case) among the protocols it offers
+    /// (RFC 9110 §7.8). A `101` to any other request is not sent: the
+    /// client gets `426 Upgrade Required` naming the protocol (`400` for
+    /// a `HEAD`), or `500` when the request offered other protocols only.
+    /// A protocol may ask more of the request (WebSocket: `GET`, a version
+    /// and a key); a body the handler leaves unread must still be read
+    /// before the switch (see
+    /// [`Response::upgrade`](crate::Response::upgrade)).
+    ///
+    /// ```
+    /// use httpool::test::TestRequest;
+    /// use httpool::{Request, Response};
+    ///
+    /// fn handler(req: &mut Request) -> Response {
+    ///     if !req.is_upgrade_to("echo") {
+    ///         let required = Response::status(426).with_header("Upgrade", "echo");
+    ///         return required.with_header("Connection", "upgrade");
+    ///     }
+    ///     Response::upgrade(|_conn| {}).with_header("Upgrade", "echo")
+    /// }
+    ///
+    /// let asked = TestRequest::get("/").header("Connection", "upgrade").header("Upgrade", "ECHO");
+    /// assert_eq!(asked.send(&handler).status(), 101);
+    /// let not_for_this_hop = TestRequest::get("/").header("Upgrade", "echo");
+    /// assert_eq!(not_for_this_hop.send(&handler).status(), 426);
+    /// ```
+    pub fn is_upgrade_to(&self, protocol: &str) -> bool {
+        crate::upgrade::fitness(self, protocol.as_bytes()).is_ok()
+    }
+
+    /// `upgrade` is among the `Connection` options.
+    pub(crate) fn has_upgrade_option(&self) -> bool {
+        self.parsed.upgrade
     }
 
     /// The first value of the header `name` (case-insensitive), if present

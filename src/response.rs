@@ -293,10 +293,13 @@ impl Response {
     /// raw connection (see [`Upgraded`]) on this worker; the connection is
     /// closed when it returns. Add the `Upgrade` header (and whatever the
     /// protocol needs, e.g. `Sec-WebSocket-Accept`); `Connection: upgrade`
-    /// is written by the crate. The request must have asked for an upgrade
-    /// (`Connection: upgrade` and `Upgrade` on HTTP/1.1), and the answer's
-    /// `Upgrade` must name a protocol it offered (RFC 9110 §7.8), or the
-    /// client gets a `500`. A request body the handler left unread is read
+    /// is written by the crate. The request must have asked for a switch
+    /// to the protocol the answer's `Upgrade` names (RFC 9110 §7.8, see
+    /// [`Request::is_upgrade_to`](crate::Request::is_upgrade_to)): to one
+    /// that did not, the client gets `426 Upgrade Required` naming the
+    /// protocol (`400` to a `HEAD`); an answer that names no protocol, or
+    /// one the request did not offer when it offered another, is the
+    /// handler's fault, a `500`. A request body the handler left unread is read
     /// and discarded before the switch, as one is to keep a connection
     /// ([`Server::max_drain_bytes`](crate::Server::max_drain_bytes), 64 KiB,
     /// within a second): a larger one gets `413`, and one that stops coming
@@ -308,8 +311,9 @@ impl Response {
     /// use httpool::{Request, Response};
     ///
     /// fn handler(req: &mut Request) -> Response {
-    ///     if req.header("upgrade") != Some("echo") {
-    ///         return Response::status(426).with_header("Upgrade", "echo");
+    ///     if !req.is_upgrade_to("echo") {
+    ///         let required = Response::status(426).with_header("Upgrade", "echo");
+    ///         return required.with_header("Connection", "upgrade");
     ///     }
     ///     Response::upgrade(|mut conn| {
     ///         let mut buf = [0; 1024];

@@ -1,41 +1,143 @@
 //! Protocol upgrades (RFC 9110 §7.8): after a `101 Switching Protocols`
 //! response the connection belongs to the handler's closure.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::time::Duration;
 
+use crate::encode::error_response;
 use crate::io::{Patience, Ready, Transport, read_wait, waiting, write_all_wait};
-use crate::proto::tokens;
+use crate::proto::{Version, tokens};
 use crate::request::Request;
 use crate::response::Response;
 
 /// The closure a `101` response hands the connection to.
 pub(crate) type OnUpgrade = Box<dyn FnOnce(Upgraded<'_>) + Send>;
 
-/// Why the upgrade `resp` may not answer `req`, if it may not: the request
-/// asked for none (HTTP/1.1, `Connection: upgrade` and an `Upgrade` field:
-/// RFC 9110 §7.8), or the answer names no protocol in its own `Upgrade`
-/// (§15.2.2), or one the request did not offer (§7.8). The server answers
-/// such a response with a `500`, and the access log says so.
-pub(crate) fn refusal(req: &Request<'_>, resp: &Response) -> Option<&'static str> {
-    let offered = || req.header_all("upgrade").flat_map(tokens);
-    if !req.asks_for_upgrade() || offered().next().is_none() {
-        return Some("upgrade response to a request that did not ask for one");
+/// What keeps a request from being answered with a switch to a protocol,
+/// in the order it is looked for. Each but the last is the client's: the
+/// request asked for no switch that a `101` could answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unfit {
+    /// Not HTTP/1.1: a server must ignore `Upgrade` in an HTTP/1.0
+    /// request (RFC 9110 §7.8).
+    Version,
+    /// No `upgrade` among the `Connection` options: an `Upgrade` field,
+    /// if any, was not meant for this hop (RFC 9110 §7.8).
+    NoConnectionOption,
+    /// No `Upgrade` field offering a protocol.
+    NothingOffered,
+    /// A `HEAD`: it asks for what a `GET` would be answered with, and acts
+    /// on nothing; a switch answers no such question.
+    Head,
+    /// The `Upgrade` field offers other protocols only.
+    NotOffered,
+}
+
+impl Unfit {
+    /// What the request lacks, for the log.
+    fn why(self) -> &'static str {
+        match self {
+            Unfit::Version => "not HTTP/1.1",
+            Unfit::NoConnectionOption => "no `Connection: upgrade`",
+            Unfit::NothingOffered => "no `Upgrade` field",
+            Unfit::Head => "a HEAD request",
+            Unfit::NotOffered => "upgrade to a protocol the request did not offer",
+        }
     }
-    let mut chosen = resp
-        .headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("upgrade"))
-        .flat_map(|(_, v)| tokens(v.as_bytes()))
-        .peekable();
+}
+
+/// Whether `req` may be answered with a switch to `protocol` (a token of
+/// `Upgrade`, matched without regard to case), and if not, why: the rules
+/// behind [`Request::is_upgrade_to`] and [`refusal`], so that the two
+/// cannot disagree.
+pub(crate) fn fitness(req: &Request<'_>, protocol: &[u8]) -> Result<(), Unfit> {
+    if req.version() != Version::Http11 {
+        return Err(Unfit::Version);
+    }
+    if !req.has_upgrade_option() {
+        return Err(Unfit::NoConnectionOption);
+    }
+    let mut offered = req.header_all("upgrade").flat_map(tokens).peekable();
+    if offered.peek().is_none() {
+        return Err(Unfit::NothingOffered);
+    }
+    if req.method() == "HEAD" {
+        return Err(Unfit::Head);
+    }
+    match offered.any(|o| o.eq_ignore_ascii_case(protocol)) {
+        true => Ok(()),
+        false => Err(Unfit::NotOffered),
+    }
+}
+
+/// Why a handler's `101` may not be sent, and whose doing that is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The handler's (`500`, logged as an error): its `101` names no
+    /// protocol in `Upgrade` (RFC 9110 §15.2.2), or one that the request,
+    /// which offered others, did not (§7.8).
+    Handler(&'static str),
+    /// The client's (`4xx`, logged at debug): its request asked for no
+    /// switch the `101` could answer.
+    Client(Unfit),
+}
+
+impl Refusal {
+    /// The status answered in the `101`'s stead: `400` to a `HEAD` (no
+    /// request of that method can switch), `426 Upgrade Required` to a
+    /// request that could, asked for properly.
+    pub(crate) fn status(self) -> u16 {
+        match self {
+            Refusal::Handler(_) => 500,
+            Refusal::Client(Unfit::Head) => 400,
+            Refusal::Client(_) => 426,
+        }
+    }
+
+    /// What is logged of the refusal.
+    pub(crate) fn why(self) -> &'static str {
+        match self {
+            Refusal::Handler(why) => why,
+            Refusal::Client(unfit) => unfit.why(),
+        }
+    }
+
+    /// The answer in the stead of `resp`, the handler's `101`. A `426`
+    /// names the protocols `resp` switched to in its own `Upgrade` field,
+    /// with the `upgrade` option that field needs (RFC 9110 §7.8,
+    /// §15.5.22).
+    pub(crate) fn answer(self, resp: &Response) -> Response {
+        let mut answer = error_response(self.status());
+        if answer.status == 426 {
+            for (_, protocols) in upgrade_fields(resp) {
+                answer.set_header("Upgrade", protocols.clone());
+            }
+            answer.set_header("Connection", "upgrade");
+        }
+        answer
+    }
+}
+
+/// The `Upgrade` fields of a response.
+fn upgrade_fields(resp: &Response) -> impl Iterator<Item = &(Cow<'static, str>, Cow<'static, str>)> {
+    resp.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("upgrade"))
+}
+
+/// Why the upgrade `resp` may not answer `req`, if it may not: `resp`
+/// names no protocol, or `req` is unfit for a switch to one it names (see
+/// [`fitness`]). The server answers such a response as the refusal says,
+/// and the access log says so.
+pub(crate) fn refusal(req: &Request<'_>, resp: &Response) -> Option<Refusal> {
+    let mut chosen = upgrade_fields(resp).flat_map(|(_, v)| tokens(v.as_bytes())).peekable();
     if chosen.peek().is_none() {
-        return Some("101 without an Upgrade field naming the protocol");
+        return Some(Refusal::Handler("101 without an Upgrade field naming the protocol"));
     }
-    if !chosen.all(|protocol| offered().any(|o| o.eq_ignore_ascii_case(protocol))) {
-        return Some("upgrade to a protocol the request did not offer");
+    match chosen.find_map(|protocol| fitness(req, protocol).err())? {
+        Unfit::NotOffered => Some(Refusal::Handler(Unfit::NotOffered.why())),
+        unfit => Some(Refusal::Client(unfit)),
     }
-    None
 }
 
 /// A connection after `101 Switching Protocols`: raw bytes both ways, for
@@ -109,5 +211,97 @@ impl Write for Upgraded<'_> {
 impl fmt::Debug for Upgraded<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upgraded").field("early_bytes", &self.early.len()).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Refusal, Unfit, fitness, refusal};
+    use crate::request_fixture::with_request;
+    use crate::response::Response;
+
+    /// `GET / HTTP/1.1` with `fields`, then whether it is fit for a switch
+    /// to `protocol`.
+    macro_rules! fit {
+        ($($name:ident: $head:expr, $protocol:expr => $want:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let raw = format!("{}\r\n\r\n", $head);
+                let (got, is) = with_request(raw.as_bytes(), |req| {
+                    (fitness(req, $protocol.as_bytes()), req.is_upgrade_to($protocol))
+                });
+                assert_eq!(got, $want, "{raw:?}");
+                assert_eq!(is, got.is_ok(), "{raw:?}");
+            }
+        )*};
+    }
+
+    const ASKED: &str = "Host: a\r\nConnection: upgrade";
+
+    fit! {
+        a_get_that_asks_is_fit: format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: websocket"), "websocket" => Ok(());
+        the_protocol_is_matched_without_regard_to_case:
+            format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: WebSocket"), "websocket" => Ok(());
+        the_protocol_may_be_one_of_several:
+            format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: h2c, websocket"), "websocket" => Ok(());
+        the_protocol_may_be_in_a_second_field:
+            format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: h2c\r\nUpgrade: websocket"), "websocket" => Ok(());
+        the_option_may_be_one_of_several:
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo", "echo" => Ok(());
+        a_post_may_switch_after_its_body:
+            format!("POST / HTTP/1.1\r\n{ASKED}\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\nhi"), "h2c" => Ok(());
+        http_1_0_is_not:
+            "GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: echo", "echo" => Err(Unfit::Version);
+        an_upgrade_field_without_the_option_is_not:
+            "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: echo", "echo" => Err(Unfit::NoConnectionOption);
+        an_option_like_upgrade_is_not_upgrade:
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: upgraded\r\nUpgrade: echo", "echo" => Err(Unfit::NoConnectionOption);
+        the_option_without_an_upgrade_field_is_not:
+            format!("GET / HTTP/1.1\r\n{ASKED}"), "echo" => Err(Unfit::NothingOffered);
+        an_upgrade_field_of_empty_elements_is_not:
+            format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: , ,"), "echo" => Err(Unfit::NothingOffered);
+        a_head_is_not: format!("HEAD / HTTP/1.1\r\n{ASKED}\r\nUpgrade: echo"), "echo" => Err(Unfit::Head);
+        another_protocol_is_not: format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: h2c"), "echo" => Err(Unfit::NotOffered);
+        a_protocol_is_a_whole_token:
+            format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: websocket/13"), "websocket" => Err(Unfit::NotOffered);
+    }
+
+    /// The refusal of a `101` naming `protocols` to the request `head`.
+    fn refused(head: &str, protocols: &[&'static str]) -> Option<Refusal> {
+        let resp = protocols.iter().fold(Response::upgrade(|_| {}), |r, p| r.with_header("Upgrade", *p));
+        with_request(format!("{head}\r\n\r\n").as_bytes(), |req| refusal(req, &resp))
+    }
+
+    #[test]
+    fn a_101_is_refused_for_the_handler_or_for_the_client() {
+        let asked = format!("GET / HTTP/1.1\r\n{ASKED}\r\nUpgrade: echo, h2c");
+        assert_eq!(refused(&asked, &["echo"]), None);
+        assert_eq!(refused(&asked, &["h2c, ECHO"]), None);
+        // The handler's: no protocol named, or one not offered.
+        let unnamed = refused(&asked, &[]);
+        assert!(matches!(unnamed, Some(Refusal::Handler(_))), "{unnamed:?}");
+        let unnamed = refused("GET / HTTP/1.1\r\nHost: a", &[" , "]);
+        assert!(matches!(unnamed, Some(Refusal::Handler(_))), "{unnamed:?}");
+        let other = refused(&asked, &["echo", "pong"]);
+        assert_eq!(other.map(Refusal::status), Some(500));
+        // The client's: no switch asked for, or a HEAD.
+        assert_eq!(refused("GET / HTTP/1.1\r\nHost: a", &["echo"]), Some(Refusal::Client(Unfit::NoConnectionOption)));
+        let head = refused(&format!("HEAD / HTTP/1.1\r\n{ASKED}\r\nUpgrade: echo"), &["echo"]);
+        assert_eq!(head.map(Refusal::status), Some(400));
+    }
+
+    /// A `426` names the protocols the handler's `101` did, with the
+    /// `upgrade` option an `Upgrade` field needs; a `400` or `500` neither.
+    #[test]
+    fn a_426_names_the_protocols_the_101_did() {
+        let resp = Response::upgrade(|_| {}).with_header("Upgrade", "echo").with_header("Upgrade", "h2c");
+        let answer = Refusal::Client(Unfit::Version).answer(&resp);
+        assert_eq!((answer.status, answer.close), (426, true));
+        let fields: Vec<_> = answer.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        assert_eq!(fields, ["Upgrade: echo", "Upgrade: h2c", "Connection: upgrade"]);
+        for refusal in [Refusal::Client(Unfit::Head), Refusal::Handler("bare")] {
+            let answer = refusal.answer(&resp);
+            assert_eq!((answer.status, answer.headers.len()), (refusal.status(), 0));
+        }
     }
 }

@@ -323,6 +323,7 @@ fn sse_serves_its_page_and_refuses_the_rest() {
 fn websocket_answers_plain_requests_without_upgrading() {
     let resp = TestRequest::get("/echo").send(&websocket::handler);
     assert_eq!((resp.status(), resp.header("upgrade")), (426, Some("websocket")));
+    assert_eq!(resp.header("connection"), Some("upgrade"));
     assert!(resp.is_kept_alive());
     let resp =
         TestRequest::get("/echo").header("Upgrade", "h2c").header("Connection", "upgrade").send(&websocket::handler);
@@ -344,6 +345,55 @@ fn websocket_accepts_the_handshake() {
     assert_eq!(resp.status(), 101);
     assert_eq!(resp.header("upgrade"), Some("websocket"));
     assert_eq!(resp.header("sec-websocket-accept"), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+}
+
+/// RFC 6455 §4.1, §4.2.1: the handshake is a `GET` that asks for an
+/// upgrade to `websocket` (HTTP/1.1, `Connection: upgrade`), of version 13,
+/// with a key that is 16 bytes in base64. Any other is refused with the
+/// status that tells the client what to change, never with a `101` (which
+/// the server then refused for the client as a handler's `500`).
+#[test]
+fn websocket_refuses_bad_handshakes() {
+    // An upgrade to WebSocket of `version`, with `key` when given.
+    let handshake = |req: TestRequest, version: &str, key: Option<&str>| {
+        let req = req.header("Connection", "Upgrade").header("Upgrade", "websocket");
+        let req = req.header("Sec-WebSocket-Version", version);
+        match key {
+            Some(key) => req.header("Sec-WebSocket-Key", key),
+            None => req,
+        }
+    };
+    const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+    let key = Some(KEY);
+    for method in ["HEAD", "POST", "PUT"] {
+        let resp = handshake(TestRequest::method(method, "/echo"), "13", key).send(&websocket::handler);
+        assert_eq!((resp.status(), resp.header("allow")), (405, Some("GET")), "{method}");
+    }
+    let not_asked = [
+        TestRequest::get("/echo").header("Upgrade", "websocket").header("Sec-WebSocket-Key", KEY),
+        handshake(TestRequest::get("/echo"), "13", key).version(Version::Http10),
+        TestRequest::get("/echo").header("Connection", "upgrade").header("Upgrade", "h2c"),
+    ];
+    for req in not_asked {
+        let resp = req.send(&websocket::handler);
+        assert_eq!((resp.status(), resp.header("upgrade")), (426, Some("websocket")));
+    }
+    let resp = handshake(TestRequest::get("/echo"), "8", key).send(&websocket::handler);
+    assert_eq!((resp.status(), resp.header("upgrade")), (426, Some("websocket")));
+    assert_eq!(resp.header("sec-websocket-version"), Some("13"));
+    // None, empty, 5 bytes, unpadded, 16 bytes with bits past them, not base64.
+    let keys = [
+        None,
+        Some(""),
+        Some("c2hvcnQ="),
+        Some("dGhlIHNhbXBsZSBub25jZQ"),
+        Some("dGhlIHNhbXBsZSBub25jZR=="),
+        Some("dGhl*HNhbXBsZSBub25jZQ=="),
+    ];
+    for key in keys {
+        let resp = handshake(TestRequest::get("/echo"), "13", key).send(&websocket::handler);
+        assert_eq!(resp.status(), 400, "{key:?}");
+    }
 }
 
 #[cfg(all(feature = "http", feature = "router"))]

@@ -35,10 +35,7 @@ fn websocket_echo_with_a_tungstenite_client() {
     assert!(server.shutdown());
 }
 
-fn raw_echo(req: &mut Request) -> Response {
-    if req.path() == "/not-asked" {
-        return Response::upgrade(|_| {}).with_header("Upgrade", "echo");
-    }
+fn raw_echo(_: &mut Request) -> Response {
     Response::upgrade(|mut conn| {
         let mut buf = [0u8; 64];
         while let Ok(n) = conn.read(&mut buf) {
@@ -111,11 +108,13 @@ fn an_upgrade_after_a_collected_body_holds_no_share_of_the_body_budget() {
     assert!(server.shutdown());
 }
 
+/// A `101` to a protocol the request did not offer, when it offered
+/// another, is the handler's fault (RFC 9110 §7.8): a `500`.
 #[test]
-fn an_upgrade_the_client_did_not_ask_for_is_a_500() {
+fn an_upgrade_to_a_protocol_the_request_did_not_offer_is_a_500() {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();
     let mut conn = connect(server.local_addr());
-    send(&mut conn, &get("/not-asked"));
+    send(&mut conn, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: h2c\r\n\r\n");
     let reply = read_reply(&mut conn, false).unwrap();
     assert_eq!(reply.status, 500);
     assert_eq!(reply.header("connection"), Some("close"));
@@ -157,8 +156,8 @@ fn upgrades_past_max_upgrades_get_503_and_a_close() {
     let mut plain = connect(server.local_addr());
     send(&mut plain, &get("/plain"));
     // raw_echo answers every request with an upgrade; this one asked for
-    // none: the server's 500, on a worker the upgraded connection left free.
-    assert_eq!(read_reply(&mut plain, false).unwrap().status, 500);
+    // none: the server's 426, on a worker the upgraded connection left free.
+    assert_eq!(read_reply(&mut plain, false).unwrap().status, 426);
     echoes(&mut first, b"still there");
 
     drop(first);
@@ -253,5 +252,108 @@ fn an_upgrade_whose_body_cannot_be_waited_for_gets_503_not_413() {
     assert_eq!(server.stats().rejected, 1);
     send(&mut first, &[b'a'; 30_000]);
     assert_eq!(read_reply(&mut first, false).unwrap().body, b"30000");
+    assert!(server.shutdown());
+}
+
+/// Every record logged in this test binary: its level and its text.
+#[cfg(feature = "log")]
+mod captured {
+    use std::sync::{Mutex, Once};
+
+    struct Capture(Mutex<Vec<(log::Level, String)>>);
+
+    impl log::Log for Capture {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+
+        fn log(&self, record: &log::Record<'_>) {
+            self.0.lock().unwrap().push((record.level(), record.args().to_string()));
+        }
+
+        fn flush(&self) {}
+    }
+
+    static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+
+    pub fn start() {
+        static SET: Once = Once::new();
+        SET.call_once(|| {
+            log::set_logger(&CAPTURE).unwrap();
+            log::set_max_level(log::LevelFilter::Debug);
+        });
+    }
+
+    /// The server logged what the client on `conn` did, at `debug` and at
+    /// no higher level. (Its records name the client's address; they are
+    /// logged before the answer is sent.)
+    pub fn only_at_debug(conn: &std::io::BufReader<std::net::TcpStream>) {
+        let client = conn.get_ref().local_addr().unwrap().to_string();
+        let records: Vec<_> =
+            CAPTURE.0.lock().unwrap().iter().filter(|(_, text)| text.contains(&client)).cloned().collect();
+        assert!(records.iter().any(|(level, _)| *level == log::Level::Debug), "{records:?}");
+        assert!(records.iter().all(|(level, _)| *level >= log::Level::Debug), "{records:?}");
+    }
+}
+
+/// A `101` to a request that asked for no switch it could answer is the
+/// client's doing (RFC 9110 §7.8: `Connection: upgrade` and `Upgrade` on
+/// HTTP/1.1; and a `HEAD` acts on nothing): `426 Upgrade Required` naming
+/// the protocol the handler would switch to, or `400` for a `HEAD`, logged
+/// at `debug`. (Each was the handler's fault: `500` and an ERROR line,
+/// for any client to cause.)
+#[test]
+fn an_upgrade_the_request_is_unfit_for_is_the_clients_4xx_not_a_500() {
+    #[cfg(feature = "log")]
+    captured::start();
+    let server = Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(raw_echo).unwrap();
+    for (raw, status) in [
+        ("HEAD / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n", 400),
+        ("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: echo\r\n\r\n", 426),
+        ("GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n", 426),
+        ("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n\r\n", 426),
+        ("GET / HTTP/1.1\r\nHost: a\r\n\r\n", 426),
+    ] {
+        let mut conn = connect(server.local_addr());
+        send(&mut conn, raw.as_bytes());
+        let reply = read_reply(&mut conn, raw.starts_with("HEAD")).unwrap();
+        assert_eq!(reply.status, status, "{raw:?}");
+        let connection: Vec<_> = reply.headers.iter().filter(|(n, _)| n == "connection").map(|(_, v)| &v[..]).collect();
+        if status == 426 {
+            // RFC 9110 §15.5.22: a 426 names the protocol it requires, and
+            // an `Upgrade` field goes with the `upgrade` option (§7.8).
+            assert_eq!(reply.header("upgrade"), Some("echo"), "{raw:?}");
+            assert!(connection.contains(&"upgrade"), "{raw:?}: {connection:?}");
+        }
+        assert!(connection.contains(&"close"), "{raw:?}: {connection:?}");
+        assert!(common::closed(&mut conn), "{raw:?}");
+        #[cfg(feature = "log")]
+        captured::only_at_debug(&conn);
+    }
+    assert!(server.shutdown());
+}
+
+/// An upgrade whose request body is longer than the server reads before a
+/// switch (`max_drain_bytes`) is the client's doing: `413`, logged at
+/// `debug` (it was a warning).
+#[test]
+fn an_upgrade_refused_for_a_body_too_long_to_read_first_is_a_413_at_debug() {
+    #[cfg(feature = "log")]
+    captured::start();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(1)
+        .body_buffer_bytes(0)
+        .max_drain_bytes(1)
+        .spawn(raw_echo)
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    let head = "POST / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: echo\r\nContent-Length: 30000\r\n\r\n";
+    send(&mut conn, &[head.as_bytes(), &[b'b'; 30_000]].concat());
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!((reply.status, reply.header("connection")), (413, Some("close")));
+    #[cfg(feature = "log")]
+    captured::only_at_debug(&conn);
+    drop(conn);
     assert!(server.shutdown());
 }

@@ -147,23 +147,28 @@ fn a_panicking_handler_is_logged_as_500_and_still_panics() {
     assert_eq!(redacted(&logged("marker7")), "192.0.2.7 - - [T] \"GET /panic-marker7 HTTP/1.1\" 500 21 D");
 }
 
-/// An upgrade the server refuses (the request did not ask for it, or the
-/// answer names no protocol it offered) is logged as the `500` the client
-/// gets, not as a `101`.
+/// An upgrade the server refuses is logged as the answer the client gets,
+/// not as a `101`: the `426` to a request that asked for no switch (an
+/// HTTP/1.0 one), the `500` to one offering another protocol than the
+/// answer's.
 #[test]
-fn an_upgrade_the_server_refuses_is_logged_as_its_500() {
+fn an_upgrade_the_server_refuses_is_logged_as_its_answer() {
     capture();
     let handler = access_log(|req: &mut Request<'_>| match req.path() {
         "/upgrade-marker8" => Response::upgrade(|_| {}).with_header("Upgrade", "echo"),
         _ => Response::upgrade(|_| {}).with_header("Upgrade", "other"),
     });
-    for (raw, marker) in [
-        (&b"GET /upgrade-marker8 HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"[..], "marker8"),
-        (b"GET /upgrade-marker9 HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n", "marker9"),
+    for (raw, marker, status) in [
+        (&b"GET /upgrade-marker8 HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"[..], "marker8", "426 16"),
+        (
+            b"GET /upgrade-marker9 HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n",
+            "marker9",
+            "500 21",
+        ),
     ] {
         with_request(raw, |req| handler.handle(req));
         let line = redacted(&logged(marker));
-        assert!(line.ends_with("\" 500 21 \"-\" \"-\" D"), "{line}");
+        assert!(line.ends_with(&format!("\" {status} \"-\" \"-\" D")), "{line}");
     }
 }
 

@@ -24,7 +24,7 @@ use crate::proto::{BodyKind, ResponseFraming, Version};
 use crate::request::Request;
 use crate::response::{Payload, Response};
 use crate::stats::Counters;
-use crate::upgrade::{OnUpgrade, Upgraded};
+use crate::upgrade::{OnUpgrade, Refusal, Upgraded};
 
 /// What became of a request besides its response.
 struct Exchange {
@@ -138,8 +138,8 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);
     let upgrading = match answer {
         Some(resp) if resp.upgrade.is_some() => match crate::upgrade::refusal(&req, resp) {
-            Some(why) => {
-                refuse_response(resp, &cx.peer, why);
+            Some(refusal) => {
+                refuse_upgrade(resp, &cx.peer, refusal);
                 false
             }
             None => true,
@@ -179,7 +179,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     }
     let mut body_error = end.error.map(BodyError::status);
     if upgrading && !drained && body_error.is_none() {
-        warn!("{}: upgrade refused: the request body could not be read first", cx.peer);
+        debug!("{}: upgrade refused: the request body could not be read first; answering 413", cx.peer);
         body_error = Some(Some(413));
     }
     Exchange { is_head, is_connect, body_error, body_done: drained && !end.continue_withheld }
@@ -191,6 +191,21 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
 fn refuse_response(resp: &mut Response, peer: &Peer, why: &str) {
     error!("{peer}: handler response refused ({why}); answering 500");
     *resp = error_response(500);
+}
+
+/// Replaces a handler's `101` that may not be sent with the answer the
+/// refusal gives: a `500` for the handler's fault (logged as an error),
+/// a `4xx` for a request that asked for no such switch (the client's: at
+/// debug).
+#[cold]
+fn refuse_upgrade(resp: &mut Response, peer: &Peer, refusal: Refusal) {
+    match refusal {
+        Refusal::Handler(why) => refuse_response(resp, peer, why),
+        Refusal::Client(_) => {
+            debug!("{peer}: upgrade refused ({}); answering {}", refusal.why(), refusal.status());
+            *resp = refusal.answer(resp);
+        }
+    }
 }
 
 /// The framing of the response, which is replaced by a `500` when the

@@ -1440,8 +1440,11 @@ fn an_upgrade_with_no_place_left_is_a_503_and_a_close() {
 
 /// RFC 9110 §7.8, §15.2.2: a `101` names in `Upgrade` a protocol the
 /// request offered, to a request that asked for one (`Connection: upgrade`
-/// and `Upgrade`, HTTP/1.1); any other is answered `500`, and the request
-/// is served no further.
+/// and `Upgrade`, HTTP/1.1, not `HEAD`). A `101` that names none, or one
+/// the request did not offer when it offered another, is the handler's
+/// fault: `500`. One to a request that asked for no switch is the
+/// client's: `426` naming the protocol (`400` to a `HEAD`). Either way the
+/// request is served no further.
 #[test]
 fn an_upgrade_the_request_did_not_offer_is_refused() {
     let handler = |req: &mut Request<'_>| {
@@ -1452,16 +1455,34 @@ fn an_upgrade_the_request_did_not_offer_is_refused() {
             _ => upgrade.with_header("Upgrade", "PING"),
         }
     };
-    let refused = |head: &str| {
+    let refused = |head: &str, status: &str| {
         let r = run(&handler, &[head.as_bytes()]);
-        assert!(r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{head}: {}", r.wire);
+        assert!(r.wire.starts_with(&format!("HTTP/1.1 {status}\r\n")), "{head}: {}", r.wire);
         assert!(!r.wire.contains("101"), "{head}: {}", r.wire);
+        assert!(r.wire.contains("Connection: close\r\n"), "{head}: {}", r.wire);
+        assert_eq!(r.requests, 1, "{head}: {}", r.wire);
     };
-    refused("GET /none HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n");
-    refused("GET /other HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n");
-    refused("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n\r\n");
-    refused("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: ping\r\n\r\n");
-    refused("GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n");
+    refused(
+        "GET /none HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n",
+        "500 Internal Server Error",
+    );
+    refused(
+        "GET /other HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n",
+        "500 Internal Server Error",
+    );
+    // A bare `101` is the handler's fault whatever the request asked.
+    refused("GET /none HTTP/1.1\r\nHost: a\r\n\r\n", "500 Internal Server Error");
+    refused("GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n\r\n", "426 Upgrade Required");
+    refused("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: ping\r\n\r\n", "426 Upgrade Required");
+    refused("GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n", "426 Upgrade Required");
+    refused("HEAD / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\n\r\n", "400 Bad Request");
+    // Pipelined after a refused upgrade: not served.
+    let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: ping\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    assert_eq!(
+        r.wire,
+        "HTTP/1.1 426 Upgrade Required\r\nDate: D\r\nContent-Type: text/plain; charset=utf-8\r\nUpgrade: PING\r\n\
+         Connection: upgrade\r\nContent-Length: 16\r\nConnection: close\r\n\r\nUpgrade Required"
+    );
     // The protocol's name is matched without regard to case, among several.
     let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: h2c, ping\r\n\r\n"]);
     assert!(r.wire.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{}", r.wire);
