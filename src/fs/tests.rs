@@ -664,3 +664,56 @@ fn a_remembered_file_whose_permissions_change_is_looked_up_again() {
     let after = dir.cache.get("/hello.txt");
     assert!(after.is_none_or(|after| !Arc::ptr_eq(&before, &after)), "the entry was made anew");
 }
+
+/// A symlink in the root to a directory outside it is `404`, with its `/`
+/// or without, as a name that leads nowhere: without the `/` it was `301`
+/// to the path with one, telling that the name leads to a directory
+/// somewhere. So is a symlink to a hidden directory inside the root.
+#[test]
+#[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
+fn a_symlink_to_a_directory_out_of_the_root_looks_like_a_missing_name() {
+    let (tmp, dir) = site();
+    tmp.write("outside/index.html", b"<h1>outside</h1>\n");
+    tmp.write("site/.hidden/index.html", b"<h1>hidden</h1>\n");
+    symlink(tmp.0.join("outside"), tmp.0.join("site/out")).unwrap();
+    symlink(tmp.0.join("site/.hidden"), tmp.0.join("site/shown")).unwrap();
+    symlink(tmp.0.join("site/docs/../../outside"), tmp.0.join("site/up")).unwrap();
+    for (target, missing) in [
+        ("/out", "/nope"),
+        ("/out/", "/nope/"),
+        ("/out?a=1", "/nope?a=1"),
+        ("/shown", "/nope"),
+        ("/shown/", "/nope/"),
+        ("/up", "/nope"),
+        ("/up/", "/nope/"),
+        ("/up/secret.txt", "/nope.txt"),
+    ] {
+        let (resp, want) = (get(&dir, target, ""), get(&dir, missing, ""));
+        assert_eq!((resp.status, headers(&resp)), (want.status, headers(&want)), "{target}");
+        assert_eq!(resp.status, 404, "{target}");
+    }
+    let prefixed = ServeDir::new(tmp.0.join("site")).unwrap().strip_prefix("/static");
+    assert_eq!(get(&prefixed, "/static/out", "").status, 404);
+}
+
+/// A directory inside the root that the server may not search is `404`,
+/// as a missing name, not `403`, which would tell that it is there. (Run
+/// as root, which searches it anyway, nothing is checked: run the test
+/// binary as another user, e.g. under `setpriv --reuid=65534`.)
+#[test]
+#[cfg(unix)]
+fn a_directory_that_cannot_be_searched_looks_like_a_missing_name() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, dir) = site();
+    tmp.write("site/locked/index.html", b"<h1>locked</h1>\n");
+    let locked = tmp.0.join("site/locked");
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+    let searchable = fs::metadata(locked.join("index.html")).is_ok();
+    for target in ["/locked/", "/locked/index.html", "/locked/missing.txt"] {
+        let resp = get(&dir, target, "");
+        if !searchable {
+            assert_eq!((resp.status, headers(&resp)), (404, vec![]), "{target}");
+        }
+    }
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+}
