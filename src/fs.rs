@@ -29,8 +29,10 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   `application/octet-stream` when unknown; `.svgz` is `image/svg+xml`
 ///   with `Content-Encoding: gzip`), `ETag` and `Last-Modified`
 ///   from the file's length and modification time (a time in the future
-///   shown as now), `304 Not Modified` for `If-None-Match` or (without it)
-///   `If-Modified-Since`, `412 Precondition Failed` for `If-Match` or
+///   shown as now; for the second after a write, until which another
+///   write could keep both, the `ETag` is weak, `W/"…"`, and neither
+///   holds an `If-Match` or `If-Range`), `304 Not Modified` for
+///   `If-None-Match` or (without it) `If-Modified-Since`, `412 Precondition Failed` for `If-Match` or
 ///   (without it) `If-Unmodified-Since`, in RFC 9110 §13.2.2's order.
 /// - One byte range per `GET` (`206` with `Content-Range`; `416` with
 ///   `Content-Range: bytes */len` when it starts past the end); several
@@ -376,6 +378,7 @@ fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u
         path,
         named,
         id,
+        mtime,
         modified,
         bytes,
     }

@@ -55,7 +55,14 @@ pub(crate) struct Entry {
     /// symlink on the way removed or pointed elsewhere is a change of file.
     pub(crate) named: PathBuf,
     pub(crate) id: FileId,
+    /// The modification time as the file system has it: whether the
+    /// validators are strong is judged by it, answer by answer.
+    pub(crate) mtime: std::time::SystemTime,
+    /// The modification time as shown (`Last-Modified`) and compared:
+    /// never later than when the entry was made.
     pub(crate) modified: std::time::SystemTime,
+    /// The strong form; answers made less than a second after `mtime` send
+    /// it weak (`W/`), see [`is_strong`](super::conditional::is_strong).
     pub(crate) etag: String,
     pub(crate) last_modified: String,
     pub(crate) content_type: Cow<'static, str>,
@@ -138,6 +145,7 @@ mod tests {
             path: PathBuf::from("/x"),
             named: PathBuf::from("/x"),
             id: FileId { stamp: FileStamp::fake(1), len: bytes as u64 },
+            mtime: std::time::UNIX_EPOCH,
             modified: std::time::UNIX_EPOCH,
             etag: String::new(),
             last_modified: String::new(),

@@ -10,6 +10,8 @@ use super::*;
 use crate::request_fixture::with_request;
 use crate::response::Payload;
 
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// A fresh directory under the system's temporary one; removed on drop.
 struct TempDir(PathBuf);
 
@@ -23,7 +25,16 @@ impl TempDir {
         TempDir(dir)
     }
 
+    /// Writes a file modified an hour ago: its validators are strong (see
+    /// [`conditional::is_strong`]).
     fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.write_now(rel, bytes);
+        fs::File::options().write(true).open(&path).unwrap().set_modified(SystemTime::now() - HOUR).unwrap();
+        path
+    }
+
+    /// Writes a file modified now.
+    fn write_now(&self, rel: &str, bytes: &[u8]) -> PathBuf {
         let path = self.0.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, bytes).unwrap();
@@ -446,7 +457,8 @@ fn an_edited_file_is_read_again() {
     let path = tmp.0.join("site/hello.txt");
     fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"KLM").unwrap();
     let resp = get(&dir, "/hello.txt", "");
-    assert!(resp.header("etag").unwrap().starts_with("\"17-"));
+    // Weak: edited now (see the test below).
+    assert!(resp.header("etag").unwrap().starts_with("W/\"17-"));
     assert_eq!(body(resp), b"0123456789abcdefghijKLM");
     fs::remove_file(&path).unwrap();
     assert_eq!(get(&dir, "/hello.txt", "").status, 404);
@@ -716,4 +728,42 @@ fn a_directory_that_cannot_be_searched_looks_like_a_missing_name() {
         }
     }
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A file modified less than a second ago has a weak `ETag`, and neither
+/// its date nor its tag holds an `If-Range` (RFC 9110 §8.8.2.2, §13.1.5):
+/// a second write in the same second keeps the `Last-Modified` a client
+/// resuming the first one holds, and it got a `206` with bytes of the new
+/// file to splice onto the old. It gets the whole file. An hour later, both
+/// hold.
+#[test]
+fn a_range_of_a_file_written_this_second_is_not_sent_against_its_date() {
+    let (tmp, dir) = site();
+    let path = tmp.write_now("site/log.txt", b"first version.\n");
+    let first = get(&dir, "/log.txt", "");
+    let (etag, date) = (first.header("etag").unwrap().to_owned(), first.header("last-modified").unwrap().to_owned());
+    assert!(etag.starts_with("W/\""), "{etag}");
+    assert_eq!(get(&dir, "/log.txt", &format!("If-None-Match: {etag}\r\n")).status, 304);
+    // Rewritten within the same second, to the same length.
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, b"other version.\n").unwrap();
+    let file = fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(mtime + std::time::Duration::from_millis(1)).unwrap();
+    let strong = etag.trim_start_matches("W/");
+    for if_range in [&date, &etag, strong] {
+        let resp = get(&dir, "/log.txt", &format!("Range: bytes=6-\r\nIf-Range: {if_range}\r\n"));
+        assert_eq!((resp.status, body(resp)), (200, b"other version.\n".to_vec()), "{if_range}");
+    }
+    let now = get(&dir, "/log.txt", "").header("etag").unwrap().to_owned();
+    assert_eq!(get(&dir, "/log.txt", &format!("If-Match: {}\r\n", now.trim_start_matches("W/"))).status, 412);
+
+    file.set_modified(mtime - HOUR).unwrap();
+    let old = get(&dir, "/log.txt", "");
+    let (etag, date) = (old.header("etag").unwrap().to_owned(), old.header("last-modified").unwrap().to_owned());
+    assert!(etag.starts_with('"'), "{etag}");
+    for if_range in [&date, &etag] {
+        let resp = get(&dir, "/log.txt", &format!("Range: bytes=6-\r\nIf-Range: {if_range}\r\n"));
+        assert_eq!((resp.status, body(resp)), (206, b"version.\n".to_vec()), "{if_range}");
+    }
+    assert_eq!(get(&dir, "/log.txt", &format!("If-Match: {etag}\r\n")).status, 200);
 }
