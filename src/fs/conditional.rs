@@ -246,7 +246,7 @@ mod tests {
     #[test]
     fn validators_are_strong_a_second_after_the_last_write() {
         let mtime = UNIX_EPOCH + Duration::from_millis(784_111_777_500);
-        for (after_ms, strong) in [(0, false), (499, false), (999, false), (1000, true), (3600_000, true)] {
+        for (after_ms, strong) in [(0, false), (499, false), (999, false), (1000, true), (3_600_000, true)] {
             assert_eq!(is_strong(mtime, mtime + Duration::from_millis(after_ms)), strong, "{after_ms} ms");
         }
         assert!(!is_strong(mtime, mtime - Duration::from_secs(60)), "modified in the future");
