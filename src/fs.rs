@@ -64,7 +64,8 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   that the file is still the one remembered (one `stat`; a second
 ///   one when the path goes through a symlink): an edited or replaced
 ///   file, or a symlink on the way removed or pointed elsewhere, is looked
-///   up and read again.
+///   up and read again. Behind `httpool::compress`, a small
+///   file's gzipped copy is kept beside it, in the same bytes.
 ///
 /// ```no_run
 /// use httpool::{Request, Response, ServeDir, Server};
@@ -147,7 +148,8 @@ impl ServeDir {
         self
     }
 
-    /// Most bytes of small files kept in memory over all files
+    /// Most bytes of small files kept in memory over all files, their
+    /// gzipped copies (behind `httpool::compress`) included
     /// ([`DEFAULT_MEMORY_CACHE_BYTES`] by default); `0` keeps none, and
     /// every file is read from disk on each request.
     pub fn memory_cache(mut self, bytes: usize) -> ServeDir {
@@ -323,7 +325,7 @@ impl ServeDir {
                 let entry = Arc::new(entry(real, named, &meta, None));
                 return Ok(Found::File(entry, Some(file)));
             }
-            bytes = Some(buf);
+            bytes = Some(self.cache.body(buf));
         }
         let in_memory = bytes.is_some();
         let entry = Arc::new(entry(real, named, &meta, bytes));
@@ -362,7 +364,7 @@ fn lookup_status(e: &io::Error) -> u16 {
     }
 }
 
-fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
+fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Arc<cache::Body>>) -> Entry {
     let id = FileId::of(meta);
     let mtime = meta.modified().unwrap_or(UNIX_EPOCH);
     let nanos = mtime.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());

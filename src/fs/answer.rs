@@ -10,8 +10,8 @@ use super::conditional::{
     Range, byte_range, if_range_holds, is_strong, match_holds, modified_after, none_match_fails, unmodified_since,
 };
 use crate::request::Request;
-use crate::response::Response;
 use crate::response::build::is_uri_char;
+use crate::response::{Content, Response};
 
 /// The answer for a file found: `412`, `304`, `416`, `206` or `200`.
 pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_head: bool) -> Response {
@@ -65,7 +65,12 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
         // same headers (RFC 9110 §9.3.2): a file on disk too, which
         // `compress` leaves as it is where it would gzip the length a
         // bodiless answer announced.
-        (Some(bytes), _) => Response::status(status).with_body(bytes[first as usize..(first + n) as usize].to_vec()),
+        // The whole file is sent from the cache, where `compress` finds
+        // its gzipped copy; a part is copied out.
+        (Some(body), _) if status == 200 => Response::status(200).with_body(Content::shared(body.clone())),
+        (Some(body), _) => {
+            Response::status(status).with_body(body.as_slice()[first as usize..(first + n) as usize].to_vec())
+        }
         // A file is open at its start: only a range needs a seek.
         (None, Some(file)) if first == 0 => Response::file(file, n).with_status(status),
         (None, Some(mut file)) => match file.seek(SeekFrom::Start(first)) {

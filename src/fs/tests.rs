@@ -767,3 +767,90 @@ fn a_range_of_a_file_written_this_second_is_not_sent_against_its_date() {
     }
     assert_eq!(get(&dir, "/log.txt", &format!("If-Match: {etag}\r\n")).status, 200);
 }
+
+/// Through `compress`, a small file is gzipped once: the copy is kept
+/// beside the file's bytes in the cache, counted in its bytes, and sent
+/// again (the same bytes, not gzipped anew) with the headers a gzipped
+/// answer gets; an edit drops it with the entry. It was gzipped on every
+/// request.
+#[cfg(feature = "compression")]
+#[test]
+fn through_compress_a_cached_file_is_gzipped_once() {
+    use std::io::Read as _;
+    let gunzip = |gzipped: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(gzipped).read_to_end(&mut out).unwrap();
+        out
+    };
+    // Where the bytes sent are: the kept copy is sent from where it is.
+    let at = |resp: &Response| resp.body.in_memory().unwrap().as_ptr();
+    let (tmp, dir) = site();
+    let css = ".a { color: red; }\n".repeat(200);
+    tmp.write("site/site.css", css.as_bytes());
+    let dir = Arc::new(dir);
+    let wrapped = crate::compress(Arc::clone(&dir));
+    let ask = |accept: &str| {
+        let raw = format!("GET /site.css HTTP/1.1\r\nHost: x\r\n{accept}\r\n");
+        with_request(raw.as_bytes(), |req| wrapped.handle(req))
+    };
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let (first, second) = (ask(gzip), ask(gzip));
+    assert_eq!(headers(&first), headers(&second));
+    assert_eq!((first.header("content-encoding"), first.header("vary")), (Some("gzip"), Some("Accept-Encoding")));
+    assert!(first.header("etag").unwrap().starts_with("W/\""));
+    assert_eq!((first.header("accept-ranges"), first.declared_length), (None, None));
+    assert_eq!(at(&first), at(&second), "the second answer sends the kept copy");
+    let gzipped = first.body.in_memory().unwrap().to_vec();
+    assert_eq!(gunzip(&gzipped), css.as_bytes());
+    let (entries, held) = dir.cache.held();
+    assert_eq!((entries, held), (1, css.len() + gzipped.len()));
+    // Without gzip: the file's own bytes, from the cache.
+    let plain = ask("");
+    assert_eq!((plain.header("content-encoding"), plain.body.in_memory()), (None, Some(css.as_bytes())));
+
+    let edited = ".b { color: blue; }\n".repeat(300);
+    tmp.write_now("site/site.css", edited.as_bytes());
+    let third = ask(gzip);
+    assert_ne!(at(&first), at(&third));
+    assert_eq!(gunzip(third.body.in_memory().unwrap()), edited.as_bytes());
+    let entry = dir.cache.get("/site.css").unwrap();
+    let kept = entry.bytes.as_ref().unwrap().kept_gzipped().unwrap();
+    assert_eq!(at(&ask(gzip)), kept.as_ptr());
+    assert_eq!(dir.cache.held(), (1, edited.len() + kept.len()));
+}
+
+/// A kept gzipped copy counts against the memory bound: other files are
+/// dropped to make room for it, and one that cannot fit is not kept.
+#[cfg(feature = "compression")]
+#[test]
+fn gzipped_copies_stay_within_the_memory_bound() {
+    let (tmp, _) = site();
+    let a = "a { color: red; }\n".repeat(100);
+    let b = "b { color: blue; }\n".repeat(100);
+    tmp.write("site/a.css", a.as_bytes());
+    tmp.write("site/b.css", b.as_bytes());
+    let bound = a.len() + b.len() + 10;
+    let dir = Arc::new(ServeDir::new(tmp.0.join("site")).unwrap().memory_cache(bound));
+    let wrapped = crate::compress(Arc::clone(&dir));
+    let ask = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+        with_request(raw.as_bytes(), |req| wrapped.handle(req))
+    };
+    assert_eq!(get(&dir, "/b.css", "").status, 200);
+    let gzipped = ask("/a.css").body.in_memory().unwrap().len();
+    assert!(gzipped > 10);
+    // b.css made room for a.css's copy.
+    assert_eq!(dir.cache.held(), (1, a.len() + gzipped));
+    assert!(dir.cache.get("/b.css").is_none());
+
+    // Room for the file but not its copy: the copy is made for each answer.
+    let tight_dir = Arc::new(ServeDir::new(tmp.0.join("site")).unwrap().memory_cache(a.len()));
+    let tight = crate::compress(Arc::clone(&tight_dir));
+    let ask = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+        with_request(raw.as_bytes(), |req| tight.handle(req))
+    };
+    assert_eq!(ask("/a.css").header("content-encoding"), Some("gzip"));
+    assert_eq!(tight_dir.cache.held(), (1, a.len()));
+    assert!(tight_dir.cache.get("/a.css").unwrap().bytes.as_ref().unwrap().kept_gzipped().is_none());
+}
