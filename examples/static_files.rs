@@ -10,6 +10,9 @@
 //! curl -i -H 'Range: bytes=0-99' http://127.0.0.1:8005/index.html      # 206
 //! curl -i -H 'If-None-Match: "<etag from above>"' http://127.0.0.1:8005/index.html   # 304
 //! ```
+//!
+//! With `--features fs,compression` and a third argument `gzip`, the
+//! directory is served through `httpool::compress`.
 
 use httpool::{ServeDir, Server};
 
@@ -19,5 +22,10 @@ fn main() -> std::io::Result<()> {
     let root = args.next().unwrap_or_else(|| ".".into());
     let server = Server::bind(&addr)?;
     eprintln!("serving {root} on http://{}/", server.local_addr()?);
-    server.serve_handler(ServeDir::new(root)?)
+    let dir = ServeDir::new(root)?;
+    match args.next().as_deref() {
+        #[cfg(feature = "compression")]
+        Some("gzip") => server.serve_handler(httpool::compress(dir)),
+        _ => server.serve_handler(dir),
+    }
 }

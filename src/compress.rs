@@ -62,7 +62,10 @@ pub const DEFAULT_COMPRESSION_LEVEL: u32 = 6;
 ///
 /// Files (`Response::file`, so `ServeDir`'s larger files) and
 /// `Response::stream` bodies are sent as they are: files keep `sendfile`,
-/// and a stream's flushes keep reaching the client at once.
+/// and a stream's flushes keep reaching the client at once. `ServeDir`'s
+/// small files, which it keeps in memory, are gzipped once: the copy is
+/// kept beside the file's bytes (at the first level asked for), counted in
+/// `ServeDir::memory_cache`, and dropped with them when the file changes.
 ///
 /// Every response it could compress gets `Vary: Accept-Encoding`, whether
 /// or not this client accepted gzip, so caches keep both. A compressed one
@@ -191,6 +194,12 @@ impl<H> Compress<H> {
                 };
                 Ok(Payload::Reader { reader: Box::new(GzReader::new(reader, level)), len: None })
             }
+            // A body a cache keeps (`ServeDir`'s small files) is gzipped
+            // once, and its copy kept beside it for the next answers.
+            Payload::Shared(shared) => match shared.gzipped(self.level, &|b| gzip(b, level)) {
+                Some(gzipped) => Ok(Payload::Shared(gzipped)),
+                None => Err(Payload::Shared(shared)),
+            },
             body => match body.in_memory().and_then(|b| gzip(b, level)) {
                 Some(gzipped) => Ok(Payload::Owned(gzipped)),
                 None => Err(body),

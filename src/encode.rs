@@ -49,7 +49,9 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
         return Err("a 1xx status other than 101 is not a final response");
     }
     let known = match &resp.body {
-        Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) => resp.body.in_memory().map(|b| b.len() as u64),
+        Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) | Payload::Shared(_) => {
+            resp.body.in_memory().map(|b| b.len() as u64)
+        }
         Payload::Reader { len, .. } => *len,
         Payload::Writer(_) => None,
         Payload::File { len, .. } => Some(*len),
@@ -95,7 +97,7 @@ pub(crate) fn encode_in_memory(
     encode_head(resp, framing, keep_alive, Version::Http11, date, None, out);
     if let ResponseFraming::Length(_) = framing {
         match &resp.body {
-            Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) => {
+            Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) | Payload::Shared(_) => {
                 out.extend_from_slice(resp.body.in_memory().unwrap_or_default());
             }
             _ => {}

@@ -29,8 +29,10 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   `application/octet-stream` when unknown; `.svgz` is `image/svg+xml`
 ///   with `Content-Encoding: gzip`), `ETag` and `Last-Modified`
 ///   from the file's length and modification time (a time in the future
-///   shown as now), `304 Not Modified` for `If-None-Match` or (without it)
-///   `If-Modified-Since`, `412 Precondition Failed` for `If-Match` or
+///   shown as now; for the second after a write, until which another
+///   write could keep both, the `ETag` is weak, `W/"…"`, and neither
+///   holds an `If-Match` or `If-Range`), `304 Not Modified` for
+///   `If-None-Match` or (without it) `If-Modified-Since`, `412 Precondition Failed` for `If-Match` or
 ///   (without it) `If-Unmodified-Since`, in RFC 9110 §13.2.2's order.
 /// - One byte range per `GET` (`206` with `Content-Range`; `416` with
 ///   `Content-Range: bytes */len` when it starts past the end); several
@@ -48,9 +50,12 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   route must guard out of the root.)
 /// - No way out of the root: the path is percent-decoded segment by
 ///   segment, `..` and segments that decode to hold `/`, `\` or NUL are
-///   refused (`403`), a bad escape is `400`, and the file found must still
-///   be under the root once symlinks are resolved (`404`, as for a file
-///   not there: nothing tells what exists outside the root). Names starting
+///   refused (`403`), a bad escape is `400`, and what a path leads to
+///   must be under the root once symlinks are resolved, which is checked
+///   before anything else about it: a way out (a symlink to a file or a
+///   directory outside, with or without the `/`), or a directory on the
+///   way the server may not search, is `404`, as a name that leads
+///   nowhere is, so nothing tells what exists outside. Names starting
 ///   with `.` are `404` unless [`ServeDir::hidden_files`] says otherwise.
 ///   Only regular files are served (never a FIFO or a device).
 /// - Small files (up to 32 KiB, [`DEFAULT_MEMORY_CACHE_BYTES`] in all) are
@@ -59,7 +64,8 @@ pub const DEFAULT_MEMORY_CACHE_BYTES: usize = 8 << 20;
 ///   that the file is still the one remembered (one `stat`; a second
 ///   one when the path goes through a symlink): an edited or replaced
 ///   file, or a symlink on the way removed or pointed elsewhere, is looked
-///   up and read again.
+///   up and read again. Behind `httpool::compress`, a small
+///   file's gzipped copy is kept beside it, in the same bytes.
 ///
 /// ```no_run
 /// use httpool::{Request, Response, ServeDir, Server};
@@ -142,7 +148,8 @@ impl ServeDir {
         self
     }
 
-    /// Most bytes of small files kept in memory over all files
+    /// Most bytes of small files kept in memory over all files, their
+    /// gzipped copies (behind `httpool::compress`) included
     /// ([`DEFAULT_MEMORY_CACHE_BYTES`] by default); `0` keeps none, and
     /// every file is read from disk on each request.
     pub fn memory_cache(mut self, bytes: usize) -> ServeDir {
@@ -237,63 +244,67 @@ impl ServeDir {
     /// spelling of a file (`/./a`, `//a`, `/%61`, as many as a client
     /// cares to send, each up to `max_uri_bytes`) would take an entry of
     /// its own, and their keys are not counted in the cache's bytes.
+    ///
+    /// Whether the path stays under the root is settled before what it
+    /// leads to counts: a directory outside (through a symlink) must not
+    /// get the `301` a directory inside gets.
     fn find(&self, raw: &str) -> Found {
         let target = match path::target(raw, self.hidden) {
             Ok(target) => target,
             Err(code) => return Found::Refused(code),
         };
         let remember = matches!(target.rel, std::borrow::Cow::Borrowed(_));
-        let mut path = self.root.join(&*target.rel);
-        let mut meta = match fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(e) => return Found::Refused(lookup_status(&e)),
-        };
+        let mut named = self.root.join(&*target.rel);
+        let Some((mut real, mut meta)) = self.resolve(raw, &named) else { return Found::Refused(404) };
         if meta.is_dir() {
             if !target.dir {
                 return self.directory();
             }
             let Some(index) = &self.index else { return Found::Refused(404) };
-            path.push(index);
-            meta = match fs::metadata(&path) {
-                Ok(meta) => meta,
-                Err(e) => return Found::Refused(lookup_status(&e)),
-            };
+            named.push(index);
+            let Some(found) = self.resolve(raw, &named) else { return Found::Refused(404) };
+            (real, meta) = found;
         } else if target.dir {
             return Found::Refused(404);
         }
         if !meta.is_file() {
             return Found::Refused(404);
         }
-        match self.load(raw, &path, remember) {
+        match self.load(raw, named, real, remember) {
             Ok(found) => found,
             Err(e) => {
-                error!("ServeDir: reading {}: {e}; answering 500", path.display());
+                error!("ServeDir: reading {raw:?}: {e}; answering 500");
                 Found::Refused(500)
             }
         }
     }
 
-    /// Opens the file at `path` if it resolves under the root, and
-    /// remembers it under `raw`.
-    fn load(&self, raw: &str, path: &Path, remember: bool) -> io::Result<Found> {
-        let named = || path.to_path_buf();
-        let real = match fs::canonicalize(path) {
-            Ok(real) if real.starts_with(&self.root) => real,
-            // 404, as for a name that leads nowhere: a 403 would tell what
-            // exists outside the root.
-            Ok(real) => {
-                debug!("ServeDir: {raw:?} leads to {}, outside the root; answering 404", real.display());
-                return Ok(Found::Refused(404));
-            }
-            Err(e) => return Ok(Found::Refused(lookup_status(&e))),
-        };
+    /// The real path of `named` (symlinks resolved) and what is there, when
+    /// it is under the root and not hidden there. `None` (answered `404`)
+    /// for every other case alike — nothing there, a way out of the root, a
+    /// directory on the way the server may not search: an answer of its
+    /// own for any of them would tell what exists where the client may
+    /// not look.
+    fn resolve(&self, raw: &str, named: &Path) -> Option<(PathBuf, fs::Metadata)> {
+        let real = fs::canonicalize(named).ok()?;
+        if !real.starts_with(&self.root) {
+            debug!("ServeDir: {raw:?} leads to {}, outside the root; answering 404", real.display());
+            return None;
+        }
         // The name a request spells is not the only one a file has (a
         // symbolic link, an 8.3 short name on Windows: `GIT~1` for
         // `.git`): hidden files are refused by their real path too.
         if !self.hidden && is_hidden_under(&real, &self.root) {
             debug!("ServeDir: {raw:?} leads to hidden {}; answering 404", real.display());
-            return Ok(Found::Refused(404));
+            return None;
         }
+        let meta = fs::metadata(&real).ok()?;
+        Some((real, meta))
+    }
+
+    /// Opens the file at `real` (resolved under the root by
+    /// [`resolve`](Self::resolve)), and remembers it under `raw`.
+    fn load(&self, raw: &str, named: PathBuf, real: PathBuf, remember: bool) -> io::Result<Found> {
         let mut file = match open(&real) {
             Ok(file) => file,
             Err(e) => return Ok(Found::Refused(lookup_status(&e))),
@@ -311,13 +322,13 @@ impl ServeDir {
             // remember nothing.
             if buf.len() as u64 != id.len || FileId::of(&file.metadata()?) != id {
                 file.seek(SeekFrom::Start(0))?;
-                let entry = Arc::new(entry(real, named(), &meta, None));
+                let entry = Arc::new(entry(real, named, &meta, None));
                 return Ok(Found::File(entry, Some(file)));
             }
-            bytes = Some(buf);
+            bytes = Some(self.cache.body(buf));
         }
         let in_memory = bytes.is_some();
-        let entry = Arc::new(entry(real, named(), &meta, bytes));
+        let entry = Arc::new(entry(real, named, &meta, bytes));
         if remember {
             self.cache.insert(raw, Arc::clone(&entry));
         }
@@ -343,8 +354,9 @@ fn is_hidden_under(real: &Path, root: &Path) -> bool {
     below.components().any(|c| c.as_os_str().as_encoded_bytes().first() == Some(&b'.'))
 }
 
-/// The status for a failed lookup: the client asked for something that is
-/// not there, or not ours to show.
+/// The status for a file under the root that cannot be opened: `403` when
+/// the server may not read it (its name was found, so saying so tells
+/// nothing new), `404` otherwise.
 fn lookup_status(e: &io::Error) -> u16 {
     match e.kind() {
         io::ErrorKind::PermissionDenied => 403,
@@ -352,7 +364,7 @@ fn lookup_status(e: &io::Error) -> u16 {
     }
 }
 
-fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u8>>) -> Entry {
+fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Arc<cache::Body>>) -> Entry {
     let id = FileId::of(meta);
     let mtime = meta.modified().unwrap_or(UNIX_EPOCH);
     let nanos = mtime.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -368,6 +380,7 @@ fn entry(path: PathBuf, named: PathBuf, meta: &fs::Metadata, bytes: Option<Vec<u
         path,
         named,
         id,
+        mtime,
         modified,
         bytes,
     }

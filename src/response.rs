@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::io::Read;
+use std::sync::Arc;
 
 use crate::body_writer::BodyWriter;
 use crate::headers::{is_sensitive, is_valid_name, is_valid_value};
@@ -39,6 +40,32 @@ pub(crate) enum Payload {
         file: std::fs::File,
         len: u64,
     },
+    /// Bytes kept elsewhere (`ServeDir`'s small files), shared with every
+    /// answer that sends them: never copied but into the output buffer.
+    Shared(Arc<dyn SharedBody>),
+}
+
+/// A body in memory that is kept beyond the answer, by a cache, and shared
+/// by the answers that send it; it may keep its gzipped copy beside it,
+/// which `compress` then sends instead of gzipping the body each time.
+pub(crate) trait SharedBody: Send + Sync {
+    fn bytes(&self) -> &[u8];
+
+    /// The bytes gzipped at `level` (a zlib level) by `gzip`, which gives
+    /// `None` when that would not make them smaller. A body that keeps its
+    /// copy calls `gzip` once and answers from the copy after that; by
+    /// default nothing is kept, and each call gzips.
+    #[cfg_attr(not(feature = "compression"), allow(dead_code))] // Only `compress` asks.
+    fn gzipped(&self, level: u32, gzip: &dyn Fn(&[u8]) -> Option<Vec<u8>>) -> Option<Arc<dyn SharedBody>> {
+        let _ = level;
+        gzip(self.bytes()).map(|gzipped| Arc::new(gzipped) as Arc<dyn SharedBody>)
+    }
+}
+
+impl SharedBody for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
 }
 
 /// A short body: `len` bytes of `bytes`. Aligned, with its length inside:
@@ -77,6 +104,7 @@ impl Payload {
             Payload::Static(b) => Some(b),
             Payload::Inline(short) => Some(short.as_slice()),
             Payload::Owned(b) => Some(b),
+            Payload::Shared(shared) => Some(shared.bytes()),
             Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
         }
     }
@@ -107,6 +135,12 @@ impl Content {
     /// ```
     pub fn from_static(body: &'static [u8]) -> Content {
         Content(Payload::Static(body))
+    }
+
+    /// A body kept by a cache, sent from where it is.
+    #[cfg_attr(not(feature = "fs"), allow(dead_code))] // Only `ServeDir` has such a cache.
+    pub(crate) fn shared(body: Arc<dyn SharedBody>) -> Content {
+        Content(Payload::Shared(body))
     }
 }
 

@@ -294,12 +294,22 @@ mod files {
             let dir = std::env::temp_dir().join(format!("httpool-site-{}-{name}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(dir.join("root/docs")).unwrap();
-            std::fs::write(dir.join("root/hello.txt"), "hello, world\n").unwrap();
-            std::fs::write(dir.join("root/docs/index.html"), "<h1>docs</h1>\n").unwrap();
-            std::fs::write(dir.join("secret.txt"), "secret\n").unwrap();
+            let site = Site(dir);
+            site.write("root/hello.txt", "hello, world\n");
+            site.write("root/docs/index.html", "<h1>docs</h1>\n");
+            site.write("secret.txt", "secret\n");
             #[cfg(unix)]
-            std::os::unix::fs::symlink(dir.join("secret.txt"), dir.join("root/leak.txt")).unwrap();
-            Site(dir)
+            std::os::unix::fs::symlink(site.0.join("secret.txt"), site.0.join("root/leak.txt")).unwrap();
+            site
+        }
+
+        /// Writes a file modified an hour ago: `ServeDir` gives a file
+        /// modified less than a second before an answer a weak `ETag`.
+        fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+            let path = self.0.join(rel);
+            std::fs::write(&path, bytes).unwrap();
+            let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            std::fs::File::options().write(true).open(&path).unwrap().set_modified(hour_ago).unwrap();
         }
     }
 
@@ -442,7 +452,7 @@ mod files {
     fn compressed_files_offer_no_ranges_and_ranges_stay_identity() {
         let site = Site::new("gzip");
         let page = "<p>a page worth compressing</p>\n".repeat(64);
-        std::fs::write(site.0.join("root/page.html"), &page).unwrap();
+        site.write("root/page.html", &page);
         let server = spawn(httpool::compress(httpool::ServeDir::new(site.0.join("root")).unwrap()));
         let mut conn = connect(server.local_addr());
         send(&mut conn, b"GET /page.html HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
@@ -472,7 +482,7 @@ mod files {
     #[test]
     fn a_304_to_a_gzipped_answer_keeps_its_weak_etag_and_vary() {
         let site = Site::new("gzip304");
-        std::fs::write(site.0.join("root/page.html"), "<p>a page worth compressing</p>\n".repeat(64)).unwrap();
+        site.write("root/page.html", "<p>a page worth compressing</p>\n".repeat(64));
         let server = spawn(httpool::compress(httpool::ServeDir::new(site.0.join("root")).unwrap()));
         let mut conn = connect(server.local_addr());
         send(&mut conn, b"GET /page.html HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n");
@@ -499,7 +509,7 @@ mod files {
     #[test]
     fn head_and_304_answers_carry_the_get_answer_s_headers() {
         let site = Site::new("headsame");
-        std::fs::write(site.0.join("root/page.html"), "<p>a page worth compressing</p>\n".repeat(64)).unwrap();
+        site.write("root/page.html", "<p>a page worth compressing</p>\n".repeat(64));
         let server = spawn(httpool::compress(httpool::ServeDir::new(site.0.join("root")).unwrap()));
         let mut conn = connect(server.local_addr());
         let mut ask = |method: &str, extra: &str| {
@@ -527,7 +537,7 @@ mod files {
     fn a_large_file_goes_out_whole_on_a_kept_connection() {
         let site = Site::new("large");
         let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 253) as u8).collect();
-        std::fs::write(site.0.join("root/big.bin"), &big).unwrap();
+        site.write("root/big.bin", &big);
         let server = spawn(httpool::ServeDir::new(site.0.join("root")).unwrap());
         let mut conn = connect(server.local_addr());
         for range in ["", "Range: bytes=1000000-1999999\r\n"] {

@@ -3,24 +3,26 @@
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
+use std::time::SystemTime;
 
 use super::cache::Entry;
 use super::conditional::{
-    Range, byte_range, if_range_holds, match_holds, modified_after, none_match_fails, unmodified_since,
+    Range, byte_range, if_range_holds, is_strong, match_holds, modified_after, none_match_fails, unmodified_since,
 };
 use crate::request::Request;
-use crate::response::Response;
 use crate::response::build::is_uri_char;
+use crate::response::{Content, Response};
 
 /// The answer for a file found: `412`, `304`, `416`, `206` or `200`.
 pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_head: bool) -> Response {
     // A list field sent over several lines is one list (RFC 9110 §5.3).
     let lines = |name: &'static str| req.header_all(name).filter_map(|v| std::str::from_utf8(v).ok());
+    let strong = is_strong(entry.mtime, SystemTime::now());
     // RFC 9110 §13.2.2, in this order: If-Match, else If-Unmodified-Since
     // (`412` when it fails); If-None-Match, else If-Modified-Since (`304`);
     // then If-Range.
     let proceed = match req.header("if-match") {
-        Some(_) => match_holds(lines("if-match"), &entry.etag),
+        Some(_) => match_holds(lines("if-match"), &entry.etag, strong),
         None => !req.header("if-unmodified-since").is_some_and(|date| modified_after(date, entry.modified)),
     };
     if !proceed {
@@ -31,7 +33,7 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
         None => req.header("if-modified-since").is_some_and(|date| unmodified_since(date, entry.modified)),
     };
     if fresh {
-        return with_validators(Response::status(304), entry);
+        return with_validators(Response::status(304), entry, strong);
     }
     let len = entry.id.len;
     // Ranges are defined for GET only (RFC 9110 §14.2). `Range` and
@@ -43,7 +45,9 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
     };
     let range = match (one("if-range"), one("range")) {
         _ if is_head => Range::Full,
-        (Some(if_range), Some(range)) if if_range.is_none_or(|v| if_range_holds(v, &entry.etag, entry.modified)) => {
+        (Some(if_range), Some(range))
+            if if_range.is_none_or(|v| if_range_holds(v, &entry.etag, entry.modified, strong)) =>
+        {
             byte_range(range, len)
         }
         _ => Range::Full,
@@ -61,7 +65,12 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
         // same headers (RFC 9110 §9.3.2): a file on disk too, which
         // `compress` leaves as it is where it would gzip the length a
         // bodiless answer announced.
-        (Some(bytes), _) => Response::status(status).with_body(bytes[first as usize..(first + n) as usize].to_vec()),
+        // The whole file is sent from the cache, where `compress` finds
+        // its gzipped copy; a part is copied out.
+        (Some(body), _) if status == 200 => Response::status(200).with_body(Content::shared(body.clone())),
+        (Some(body), _) => {
+            Response::status(status).with_body(body.as_slice()[first as usize..(first + n) as usize].to_vec())
+        }
         // A file is open at its start: only a range needs a seek.
         (None, Some(file)) if first == 0 => Response::file(file, n).with_status(status),
         (None, Some(mut file)) => match file.seek(SeekFrom::Start(first)) {
@@ -84,11 +93,17 @@ pub(super) fn answer(req: &Request<'_>, entry: &Entry, file: Option<File>, is_he
         Some(coding) => resp.with_header("Content-Encoding", coding),
         None => resp,
     };
-    with_validators(resp.with_content_type(entry.content_type.clone()), entry).with_header("Accept-Ranges", "bytes")
+    with_validators(resp.with_content_type(entry.content_type.clone()), entry, strong)
+        .with_header("Accept-Ranges", "bytes")
 }
 
-fn with_validators(resp: Response, entry: &Entry) -> Response {
-    resp.with_header("ETag", entry.etag.clone()).with_header("Last-Modified", entry.last_modified.clone())
+/// `ETag` (weak unless `strong`) and `Last-Modified`.
+fn with_validators(resp: Response, entry: &Entry, strong: bool) -> Response {
+    let etag = match strong {
+        true => entry.etag.clone(),
+        false => format!("W/{}", entry.etag),
+    };
+    resp.with_header("ETag", etag).with_header("Last-Modified", entry.last_modified.clone())
 }
 
 /// The request's path with a `/` added (and its query kept), for the

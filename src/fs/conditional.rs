@@ -1,7 +1,7 @@
 //! Validators and ranges (RFC 9110 §8.8, §13, §14): pure functions over
 //! header values.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What a `Range` header asks of a representation of `len` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,10 +87,10 @@ pub(crate) fn none_match_fails<'a>(if_none_match: impl IntoIterator<Item = &'a s
 }
 
 /// `If-Match` (its lines) holds (RFC 9110 §13.1.1): it is `*` (the file
-/// exists), or names `etag` by the strong comparison: a weak tag matches
-/// nothing.
-pub(crate) fn match_holds<'a>(if_match: impl IntoIterator<Item = &'a str>, etag: &str) -> bool {
-    if_match.into_iter().flat_map(entity_tags).any(|(weak, tag)| tag == "*" || (!weak && tag == etag))
+/// exists), or names `etag` by the strong comparison: a weak tag, sent or
+/// current (`strong` false), matches nothing.
+pub(crate) fn match_holds<'a>(if_match: impl IntoIterator<Item = &'a str>, etag: &str, strong: bool) -> bool {
+    if_match.into_iter().flat_map(entity_tags).any(|(weak, tag)| tag == "*" || (strong && !weak && tag == etag))
 }
 
 /// `If-Unmodified-Since` fails (RFC 9110 §13.1.4): a valid date, and the
@@ -106,11 +106,26 @@ pub(crate) fn unmodified_since(if_modified_since: &str, modified: SystemTime) ->
     secs(modified) <= secs(since)
 }
 
+/// Whether a file's validators, as an answer made at `now` shows them, are
+/// strong (RFC 9110 §8.8.1): modified a second or more before, so no later
+/// write can land in the same second of `Last-Modified` (§8.8.2.2), nor,
+/// on a file system whose clock ticks coarsely, give the same
+/// modification time and so the same `ETag`. A file modified since has a
+/// weak `ETag`, and its date does not hold an `If-Range`.
+pub(crate) fn is_strong(mtime: SystemTime, now: SystemTime) -> bool {
+    now.duration_since(mtime).is_ok_and(|age| age >= Duration::from_secs(1))
+}
+
 /// `If-Range` still holds (RFC 9110 §13.1.5): a strong tag equal to
-/// `etag`, or a date equal to `modified`. When it does not, the range is
-/// ignored and the whole file sent.
-pub(crate) fn if_range_holds(if_range: &str, etag: &str, modified: SystemTime) -> bool {
+/// `etag`, or a date equal to `modified`, and the file's validators strong
+/// ([`is_strong`]): a weak tag or a weak date does not vouch that the bytes
+/// a client holds are these. When it does not hold, the range is ignored
+/// and the whole file sent.
+pub(crate) fn if_range_holds(if_range: &str, etag: &str, modified: SystemTime, strong: bool) -> bool {
     let value = if_range.trim();
+    if !strong {
+        return false;
+    }
     if value.starts_with('"') || value.starts_with("W/") {
         let mut tags = entity_tags(value);
         return matches!((tags.next(), tags.next()), (Some((false, tag)), None) if tag == etag);
@@ -125,8 +140,6 @@ pub(crate) fn secs(time: SystemTime) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     fn part(first: u64, last: u64) -> Range {
@@ -188,11 +201,11 @@ mod tests {
         let etag = "\"c00-5f\"";
         assert!(none_match_fails(["\"x\"", "W/\"c00-5f\""], etag));
         assert!(!none_match_fails(["\"x\"", "\"y\""], etag));
-        assert!(match_holds(["\"x\"", "\"c00-5f\""], etag));
-        assert!(match_holds(["*"], etag));
-        assert!(!match_holds(["W/\"c00-5f\""], etag), "a weak tag never matches If-Match");
-        assert!(!match_holds(["\"x\", \"y\""], etag));
-        assert!(!match_holds([""], etag));
+        assert!(match_holds(["\"x\"", "\"c00-5f\""], etag, true));
+        assert!(match_holds(["*"], etag, true));
+        assert!(!match_holds(["W/\"c00-5f\""], etag, true), "a weak tag never matches If-Match");
+        assert!(!match_holds(["\"x\", \"y\""], etag, true));
+        assert!(!match_holds([""], etag, true));
     }
 
     #[test]
@@ -218,12 +231,29 @@ mod tests {
     #[test]
     fn if_range_needs_a_strong_match_or_the_exact_date() {
         let modified = UNIX_EPOCH + Duration::from_secs(784_111_777);
-        assert!(if_range_holds("\"v1\"", "\"v1\"", modified));
-        assert!(!if_range_holds("W/\"v1\"", "\"v1\"", modified));
-        assert!(!if_range_holds("\"v2\"", "\"v1\"", modified));
-        assert!(!if_range_holds("\"v1\", \"v2\"", "\"v1\"", modified));
-        assert!(if_range_holds("Sun, 06 Nov 1994 08:49:37 GMT", "\"v1\"", modified));
-        assert!(!if_range_holds("Sun, 06 Nov 1994 08:49:38 GMT", "\"v1\"", modified));
-        assert!(!if_range_holds("soon", "\"v1\"", modified));
+        assert!(if_range_holds("\"v1\"", "\"v1\"", modified, true));
+        assert!(!if_range_holds("W/\"v1\"", "\"v1\"", modified, true));
+        assert!(!if_range_holds("\"v2\"", "\"v1\"", modified, true));
+        assert!(!if_range_holds("\"v1\", \"v2\"", "\"v1\"", modified, true));
+        assert!(if_range_holds("Sun, 06 Nov 1994 08:49:37 GMT", "\"v1\"", modified, true));
+        assert!(!if_range_holds("Sun, 06 Nov 1994 08:49:38 GMT", "\"v1\"", modified, true));
+        assert!(!if_range_holds("soon", "\"v1\"", modified, true));
+    }
+
+    /// Validators of a file modified less than a second ago are weak: a
+    /// second write in the same second keeps `Last-Modified`, and may keep
+    /// the modification time the `ETag` is made of.
+    #[test]
+    fn validators_are_strong_a_second_after_the_last_write() {
+        let mtime = UNIX_EPOCH + Duration::from_millis(784_111_777_500);
+        for (after_ms, strong) in [(0, false), (499, false), (999, false), (1000, true), (3_600_000, true)] {
+            assert_eq!(is_strong(mtime, mtime + Duration::from_millis(after_ms)), strong, "{after_ms} ms");
+        }
+        assert!(!is_strong(mtime, mtime - Duration::from_secs(60)), "modified in the future");
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT";
+        assert!(!if_range_holds(date, "\"v1\"", mtime, false), "a weak date");
+        assert!(!if_range_holds("\"v1\"", "\"v1\"", mtime, false), "a weak current tag");
+        assert!(!match_holds(["\"v1\""], "\"v1\"", false));
+        assert!(match_holds(["*"], "\"v1\"", false));
     }
 }

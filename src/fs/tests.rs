@@ -10,6 +10,8 @@ use super::*;
 use crate::request_fixture::with_request;
 use crate::response::Payload;
 
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// A fresh directory under the system's temporary one; removed on drop.
 struct TempDir(PathBuf);
 
@@ -23,7 +25,16 @@ impl TempDir {
         TempDir(dir)
     }
 
+    /// Writes a file modified an hour ago: its validators are strong (see
+    /// [`conditional::is_strong`]).
     fn write(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.write_now(rel, bytes);
+        fs::File::options().write(true).open(&path).unwrap().set_modified(SystemTime::now() - HOUR).unwrap();
+        path
+    }
+
+    /// Writes a file modified now.
+    fn write_now(&self, rel: &str, bytes: &[u8]) -> PathBuf {
         let path = self.0.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, bytes).unwrap();
@@ -446,7 +457,8 @@ fn an_edited_file_is_read_again() {
     let path = tmp.0.join("site/hello.txt");
     fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"KLM").unwrap();
     let resp = get(&dir, "/hello.txt", "");
-    assert!(resp.header("etag").unwrap().starts_with("\"17-"));
+    // Weak: edited now (see the test below).
+    assert!(resp.header("etag").unwrap().starts_with("W/\"17-"));
     assert_eq!(body(resp), b"0123456789abcdefghijKLM");
     fs::remove_file(&path).unwrap();
     assert_eq!(get(&dir, "/hello.txt", "").status, 404);
@@ -663,4 +675,182 @@ fn a_remembered_file_whose_permissions_change_is_looked_up_again() {
     }
     let after = dir.cache.get("/hello.txt");
     assert!(after.is_none_or(|after| !Arc::ptr_eq(&before, &after)), "the entry was made anew");
+}
+
+/// A symlink in the root to a directory outside it is `404`, with its `/`
+/// or without, as a name that leads nowhere: without the `/` it was `301`
+/// to the path with one, telling that the name leads to a directory
+/// somewhere. So is a symlink to a hidden directory inside the root.
+#[test]
+#[cfg(unix)] // Symbolic links on Windows need a privilege tests lack.
+fn a_symlink_to_a_directory_out_of_the_root_looks_like_a_missing_name() {
+    let (tmp, dir) = site();
+    tmp.write("outside/index.html", b"<h1>outside</h1>\n");
+    tmp.write("site/.hidden/index.html", b"<h1>hidden</h1>\n");
+    symlink(tmp.0.join("outside"), tmp.0.join("site/out")).unwrap();
+    symlink(tmp.0.join("site/.hidden"), tmp.0.join("site/shown")).unwrap();
+    symlink(tmp.0.join("site/docs/../../outside"), tmp.0.join("site/up")).unwrap();
+    for (target, missing) in [
+        ("/out", "/nope"),
+        ("/out/", "/nope/"),
+        ("/out?a=1", "/nope?a=1"),
+        ("/shown", "/nope"),
+        ("/shown/", "/nope/"),
+        ("/up", "/nope"),
+        ("/up/", "/nope/"),
+        ("/up/secret.txt", "/nope.txt"),
+    ] {
+        let (resp, want) = (get(&dir, target, ""), get(&dir, missing, ""));
+        assert_eq!((resp.status, headers(&resp)), (want.status, headers(&want)), "{target}");
+        assert_eq!(resp.status, 404, "{target}");
+    }
+    let prefixed = ServeDir::new(tmp.0.join("site")).unwrap().strip_prefix("/static");
+    assert_eq!(get(&prefixed, "/static/out", "").status, 404);
+}
+
+/// A directory inside the root that the server may not search is `404`,
+/// as a missing name, not `403`, which would tell that it is there. (Run
+/// as root, which searches it anyway, nothing is checked: run the test
+/// binary as another user, e.g. under `setpriv --reuid=65534`.)
+#[test]
+#[cfg(unix)]
+fn a_directory_that_cannot_be_searched_looks_like_a_missing_name() {
+    use std::os::unix::fs::PermissionsExt;
+    let (tmp, dir) = site();
+    tmp.write("site/locked/index.html", b"<h1>locked</h1>\n");
+    let locked = tmp.0.join("site/locked");
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+    let searchable = fs::metadata(locked.join("index.html")).is_ok();
+    for target in ["/locked/", "/locked/index.html", "/locked/missing.txt"] {
+        let resp = get(&dir, target, "");
+        if !searchable {
+            assert_eq!((resp.status, headers(&resp)), (404, vec![]), "{target}");
+        }
+    }
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A file modified less than a second ago has a weak `ETag`, and neither
+/// its date nor its tag holds an `If-Range` (RFC 9110 §8.8.2.2, §13.1.5):
+/// a second write in the same second keeps the `Last-Modified` a client
+/// resuming the first one holds, and it got a `206` with bytes of the new
+/// file to splice onto the old. It gets the whole file. An hour later, both
+/// hold.
+#[test]
+fn a_range_of_a_file_written_this_second_is_not_sent_against_its_date() {
+    let (tmp, dir) = site();
+    let path = tmp.write_now("site/log.txt", b"first version.\n");
+    let first = get(&dir, "/log.txt", "");
+    let (etag, date) = (first.header("etag").unwrap().to_owned(), first.header("last-modified").unwrap().to_owned());
+    assert!(etag.starts_with("W/\""), "{etag}");
+    assert_eq!(get(&dir, "/log.txt", &format!("If-None-Match: {etag}\r\n")).status, 304);
+    // Rewritten within the same second, to the same length.
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, b"other version.\n").unwrap();
+    let file = fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(mtime + std::time::Duration::from_millis(1)).unwrap();
+    let strong = etag.trim_start_matches("W/");
+    for if_range in [&date, &etag, strong] {
+        let resp = get(&dir, "/log.txt", &format!("Range: bytes=6-\r\nIf-Range: {if_range}\r\n"));
+        assert_eq!((resp.status, body(resp)), (200, b"other version.\n".to_vec()), "{if_range}");
+    }
+    let now = get(&dir, "/log.txt", "").header("etag").unwrap().to_owned();
+    assert_eq!(get(&dir, "/log.txt", &format!("If-Match: {}\r\n", now.trim_start_matches("W/"))).status, 412);
+
+    file.set_modified(mtime - HOUR).unwrap();
+    let old = get(&dir, "/log.txt", "");
+    let (etag, date) = (old.header("etag").unwrap().to_owned(), old.header("last-modified").unwrap().to_owned());
+    assert!(etag.starts_with('"'), "{etag}");
+    for if_range in [&date, &etag] {
+        let resp = get(&dir, "/log.txt", &format!("Range: bytes=6-\r\nIf-Range: {if_range}\r\n"));
+        assert_eq!((resp.status, body(resp)), (206, b"version.\n".to_vec()), "{if_range}");
+    }
+    assert_eq!(get(&dir, "/log.txt", &format!("If-Match: {etag}\r\n")).status, 200);
+}
+
+/// Through `compress`, a small file is gzipped once: the copy is kept
+/// beside the file's bytes in the cache, counted in its bytes, and sent
+/// again (the same bytes, not gzipped anew) with the headers a gzipped
+/// answer gets; an edit drops it with the entry. It was gzipped on every
+/// request.
+#[cfg(feature = "compression")]
+#[test]
+fn through_compress_a_cached_file_is_gzipped_once() {
+    use std::io::Read as _;
+    let gunzip = |gzipped: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(gzipped).read_to_end(&mut out).unwrap();
+        out
+    };
+    // Where the bytes sent are: the kept copy is sent from where it is.
+    let at = |resp: &Response| resp.body.in_memory().unwrap().as_ptr();
+    let (tmp, dir) = site();
+    let css = ".a { color: red; }\n".repeat(200);
+    tmp.write("site/site.css", css.as_bytes());
+    let dir = Arc::new(dir);
+    let wrapped = crate::compress(Arc::clone(&dir));
+    let ask = |accept: &str| {
+        let raw = format!("GET /site.css HTTP/1.1\r\nHost: x\r\n{accept}\r\n");
+        with_request(raw.as_bytes(), |req| wrapped.handle(req))
+    };
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let (first, second) = (ask(gzip), ask(gzip));
+    assert_eq!(headers(&first), headers(&second));
+    assert_eq!((first.header("content-encoding"), first.header("vary")), (Some("gzip"), Some("Accept-Encoding")));
+    assert!(first.header("etag").unwrap().starts_with("W/\""));
+    assert_eq!((first.header("accept-ranges"), first.declared_length), (None, None));
+    assert_eq!(at(&first), at(&second), "the second answer sends the kept copy");
+    let gzipped = first.body.in_memory().unwrap().to_vec();
+    assert_eq!(gunzip(&gzipped), css.as_bytes());
+    let (entries, held) = dir.cache.held();
+    assert_eq!((entries, held), (1, css.len() + gzipped.len()));
+    // Without gzip: the file's own bytes, from the cache.
+    let plain = ask("");
+    assert_eq!((plain.header("content-encoding"), plain.body.in_memory()), (None, Some(css.as_bytes())));
+
+    let edited = ".b { color: blue; }\n".repeat(300);
+    tmp.write_now("site/site.css", edited.as_bytes());
+    let third = ask(gzip);
+    assert_ne!(at(&first), at(&third));
+    assert_eq!(gunzip(third.body.in_memory().unwrap()), edited.as_bytes());
+    let entry = dir.cache.get("/site.css").unwrap();
+    let kept = entry.bytes.as_ref().unwrap().kept_gzipped().unwrap();
+    assert_eq!(at(&ask(gzip)), kept.as_ptr());
+    assert_eq!(dir.cache.held(), (1, edited.len() + kept.len()));
+}
+
+/// A kept gzipped copy counts against the memory bound: other files are
+/// dropped to make room for it, and one that cannot fit is not kept.
+#[cfg(feature = "compression")]
+#[test]
+fn gzipped_copies_stay_within_the_memory_bound() {
+    let (tmp, _) = site();
+    let a = "a { color: red; }\n".repeat(100);
+    let b = "b { color: blue; }\n".repeat(100);
+    tmp.write("site/a.css", a.as_bytes());
+    tmp.write("site/b.css", b.as_bytes());
+    let bound = a.len() + b.len() + 10;
+    let dir = Arc::new(ServeDir::new(tmp.0.join("site")).unwrap().memory_cache(bound));
+    let wrapped = crate::compress(Arc::clone(&dir));
+    let ask = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+        with_request(raw.as_bytes(), |req| wrapped.handle(req))
+    };
+    assert_eq!(get(&dir, "/b.css", "").status, 200);
+    let gzipped = ask("/a.css").body.in_memory().unwrap().len();
+    assert!(gzipped > 10);
+    // b.css made room for a.css's copy.
+    assert_eq!(dir.cache.held(), (1, a.len() + gzipped));
+    assert!(dir.cache.get("/b.css").is_none());
+
+    // Room for the file but not its copy: the copy is made for each answer.
+    let tight_dir = Arc::new(ServeDir::new(tmp.0.join("site")).unwrap().memory_cache(a.len()));
+    let tight = crate::compress(Arc::clone(&tight_dir));
+    let ask = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+        with_request(raw.as_bytes(), |req| tight.handle(req))
+    };
+    assert_eq!(ask("/a.css").header("content-encoding"), Some("gzip"));
+    assert_eq!(tight_dir.cache.held(), (1, a.len()));
+    assert!(tight_dir.cache.get("/a.css").unwrap().bytes.as_ref().unwrap().kept_gzipped().is_none());
 }

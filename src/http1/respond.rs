@@ -421,6 +421,13 @@ fn write_body<T: Transport, H: ?Sized>(
             return Ok(());
         }
         Payload::Owned(b) => (Cow::Owned(b), None),
+        // Copied from where it is kept: behind the head when it fits, else
+        // into a body the connection may keep while the client is slow.
+        Payload::Shared(shared) if shared.bytes().len() <= INLINE_BODY => {
+            out.extend_from_slice(shared.bytes());
+            return Ok(());
+        }
+        Payload::Shared(shared) => (Cow::Owned(shared.bytes().to_vec()), None),
         Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
         Payload::Reader { reader, .. } => {
             return streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
