@@ -267,7 +267,10 @@ mod tests {
 
     #[test]
     fn a_body_error_keeps_its_kind_and_text_and_is_known_as_one() {
-        let marked = FromBody::wrap(io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer"), io::ErrorKind::ConnectionReset);
+        let marked = FromBody::wrap(
+            io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer"),
+            io::ErrorKind::ConnectionReset,
+        );
         assert_eq!((marked.kind(), marked.to_string()), (io::ErrorKind::ConnectionReset, "reset by peer".into()));
         assert!(FromBody::marks(&marked));
         assert!(!FromBody::marks(&io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer")));
