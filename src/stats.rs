@@ -46,7 +46,10 @@ pub struct Stats {
     /// answered `503` because every place for a worker waiting on a body
     /// was taken ([`Server::max_body_waits`](crate::Server::max_body_waits))
     /// or for an upgraded connection
-    /// ([`Server::max_upgrades`](crate::Server::max_upgrades)).
+    /// ([`Server::max_upgrades`](crate::Server::max_upgrades)), and
+    /// unfinished heads answered `503` because they would have parked past
+    /// [`Server::max_pending_head_bytes`](crate::Server::max_pending_head_bytes)
+    /// (TLS handshakes closed for it are not counted).
     pub rejected: u64,
     /// Response bytes held for clients slow to take them (see
     /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).
