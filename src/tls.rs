@@ -144,7 +144,7 @@ impl Handshake {
         if self.read < allowed {
             return Some(allowed - self.read);
         }
-        let wanted = allowed + HANDSHAKE_STEP;
+        let wanted = allowed.max(self.read) + HANDSHAKE_STEP;
         match &mut self.share {
             Some(held) => self.budget.grow(held, wanted).then_some(())?,
             None => self.share = Some(self.budget.take(wanted)?),
@@ -310,7 +310,31 @@ mod tests {
     use std::io::{Read, Write};
     use std::sync::{Arc, mpsc};
 
-    use super::{RecordCursor, TlsStream};
+    use super::{Handshake, RecordCursor, TlsStream};
+    use crate::stats::Counters;
+
+    /// A handshake reads its free allowance without a share, then takes
+    /// one a record at a time before it reads, counting all it has read;
+    /// with the budget spent it may read nothing more, and its share goes
+    /// back with it.
+    #[test]
+    fn a_handshake_reads_its_allowance_free_then_takes_shares_before_it_reads() {
+        const KIB: u64 = 1024;
+        let counters = Counters::default();
+        let pending = || counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes;
+        let mut handshake = Handshake { budget: counters.pending_heads(40 * KIB), read: 0, share: None };
+        assert_eq!((handshake.room(), pending()), (Some(4 * KIB), 0));
+        handshake.read = 3 * KIB;
+        assert_eq!((handshake.room(), pending()), (Some(KIB), 0));
+        handshake.read = 4 * KIB;
+        assert_eq!((handshake.room(), pending()), (Some(16 * KIB), 20 * KIB));
+        handshake.read = 20 * KIB;
+        assert_eq!((handshake.room(), pending()), (Some(16 * KIB), 36 * KIB));
+        handshake.read = 36 * KIB;
+        assert_eq!((handshake.room(), pending()), (None, 36 * KIB), "a share of 52 KiB is past the budget");
+        drop(handshake);
+        assert_eq!(pending(), 0);
+    }
 
     /// After the write side shuts with close_notify still in the session
     /// (the client reads nothing, the socket is full), reads go on: a
