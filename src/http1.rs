@@ -844,8 +844,7 @@ fn park<T: Transport, H: ?Sized>(
     if let Some(next) = past_deadline_unrequested(conn, io, cx) {
         return Some(next);
     }
-    let size = cx.config.read_buffer_size();
-    if !conn.hold_parked_head(cx.counters, cx.config.max_pending_head_bytes, size) {
+    if !conn.hold_parked_head(cx.counters, cx.config) {
         return Some(refuse_busy(conn, io, cx));
     }
     Some(match send_queued(conn, io, cx, Then::KeepAlive) {

@@ -301,10 +301,22 @@ impl ConnState {
     }
 
     /// Before the connection parks to wait for the rest of a request:
-    /// takes (or grows) the share of `max_pending_head_bytes` (`cap`) that
-    /// the buffer it keeps needs past [`FREE_PENDING_BYTES`]. False when
+    /// takes (or grows) the share of `max_pending_head_bytes` that the
+    /// buffer it keeps needs past [`FREE_PENDING_BYTES`]. False when
     /// the budget has no room: the connection must not park holding it.
-    pub(crate) fn hold_parked_head(&mut self, counters: &Counters, cap: u64, size: usize) -> bool {
+    /// Inlined: a connection parking with nothing unparsed (after each
+    /// answer, when the client waits for it) holds nothing, and must pay
+    /// no more than this test.
+    #[inline(always)]
+    pub(crate) fn hold_parked_head(&mut self, counters: &Counters, config: &Config) -> bool {
+        if !self.has_unparsed() && self.head_share.is_none() {
+            return true;
+        }
+        self.hold_parked_head_bytes(counters, config.max_pending_head_bytes, config.read_buffer_size())
+    }
+
+    #[inline(never)]
+    fn hold_parked_head_bytes(&mut self, counters: &Counters, cap: u64, size: usize) -> bool {
         let kept = self.parked_head_bytes(size);
         if kept <= FREE_PENDING_BYTES {
             self.head_share = None;
