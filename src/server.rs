@@ -551,8 +551,9 @@ impl Server {
     /// all it holds, and gives its share back when the handshake ends, the
     /// head is served or the connection closes (see
     /// [`Stats::pending_head_bytes`](crate::Stats::pending_head_bytes)).
-    /// With none left, a TLS handshake that needs more is closed (logged at
-    /// debug), and a parked head is answered `503` with `Retry-After: 1`
+    /// With none left, a TLS handshake that needs more is closed before it
+    /// reads it, after a `close_notify` alert (logged at debug), and a head
+    /// that would park holding more is answered `503` with `Retry-After: 1`
     /// and `Connection: close`. Default:
     /// [`DEFAULT_MAX_PENDING_HEAD_BYTES`](crate::DEFAULT_MAX_PENDING_HEAD_BYTES).
     pub fn max_pending_head_bytes(mut self, n: u64) -> Server {
