@@ -97,8 +97,8 @@ pub const DEFAULT_BODY_BUFFER_BYTES: usize = 64 * 1024;
 /// read buffer's size (`body_buffer_bytes`).
 pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// Default cap, server-wide, on the bytes held for requests not yet begun
-/// past [`FREE_PENDING_BYTES`] a connection: TLS handshakes under way and
-/// unfinished heads of parked connections.
+/// past 4 KiB a connection: TLS handshakes under way and unfinished heads of
+/// parked connections.
 pub const DEFAULT_MAX_PENDING_HEAD_BYTES: u64 = 16 * 1024 * 1024;
 
 /// What a connection may hold for a TLS handshake under way, or for an
