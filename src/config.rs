@@ -96,6 +96,17 @@ pub const DEFAULT_BODY_BUFFER_BYTES: usize = 64 * 1024;
 /// Default cap, server-wide, on the bytes of requests collected past the
 /// read buffer's size (`body_buffer_bytes`).
 pub const DEFAULT_MAX_BUFFERED_BODY_BYTES: u64 = 64 * 1024 * 1024;
+/// Default cap, server-wide, on the bytes held for requests not yet begun
+/// past 4 KiB a connection: TLS handshakes under way and unfinished heads of
+/// parked connections.
+pub const DEFAULT_MAX_PENDING_HEAD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What a connection may hold for a TLS handshake under way, or for an
+/// unfinished head while parked, without a share of
+/// `max_pending_head_bytes`: a browser's ClientHello (about 2 KiB) and a
+/// parked head of up to 2 KiB (in a buffer of twice that) cost no atomic
+/// operation.
+pub(crate) const FREE_PENDING_BYTES: usize = 4 * 1024;
 
 /// What the server does with new connections while it is saturated: the
 /// `queue_depth` connections wait for a worker or `max_connections` are open.
@@ -147,6 +158,7 @@ pub(crate) struct Config {
     pub(crate) max_unsent_bytes: u64,
     pub(crate) body_buffer_bytes: usize,
     pub(crate) max_buffered_body_bytes: u64,
+    pub(crate) max_pending_head_bytes: u64,
     pub(crate) overload: Overload,
     /// Workers run under `SCHED_BATCH` (Linux).
     pub(crate) batch_scheduling: bool,
@@ -185,6 +197,7 @@ impl Default for Config {
             max_unsent_bytes: DEFAULT_MAX_UNSENT_BYTES,
             body_buffer_bytes: DEFAULT_BODY_BUFFER_BYTES,
             max_buffered_body_bytes: DEFAULT_MAX_BUFFERED_BODY_BYTES,
+            max_pending_head_bytes: DEFAULT_MAX_PENDING_HEAD_BYTES,
             overload: Overload::Wait,
             batch_scheduling: true,
             pin_workers: None,

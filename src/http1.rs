@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crate::body::BodyBounds;
 use crate::config::Config;
 use crate::date::DateCache;
-use crate::encode::{HeadStart, encode_error};
+use crate::encode::{HeadStart, encode_error, encode_overloaded};
 use crate::handler::Handler;
 use crate::io::{Ready, Transport, now};
 use crate::net::Peer;
@@ -52,6 +52,10 @@ pub(crate) const LINGER: Duration = Duration::from_secs(2);
 /// At shutdown, the time left at the end of the grace for a worker whose
 /// last lingering close ran to its limit to close and leave.
 const SETTLE: Duration = Duration::from_millis(100);
+
+/// The `Retry-After` of a `503` for a head refused a share of
+/// `max_pending_head_bytes`.
+const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Bodies up to this size are copied behind the head, for one write.
 const INLINE_BODY: usize = 32 * 1024;
@@ -840,6 +844,9 @@ fn park<T: Transport, H: ?Sized>(
     if let Some(next) = past_deadline_unrequested(conn, io, cx) {
         return Some(next);
     }
+    if !conn.hold_parked_head(cx.counters, cx.config) {
+        return Some(refuse_busy(conn, io, cx));
+    }
     Some(match send_queued(conn, io, cx, Then::KeepAlive) {
         Flushed::All | Flushed::Held => pause(conn, cx, Next::Park),
         Flushed::Failed => pause(conn, cx, Next::Close),
@@ -851,6 +858,19 @@ fn refuse<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ct
     debug!("{}: refusing request: {e:?}", cx.peer);
     cx.counters.parse_error();
     answer_error(conn, io, cx, e.status())
+}
+
+/// Answers `503` with `Retry-After` ([`BUSY_RETRY_AFTER`]) to a request
+/// whose unfinished head would have parked past the server-wide
+/// `max_pending_head_bytes`, then closes lingering.
+fn refuse_busy<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    debug!("{}: unfinished head past the server-wide max_pending_head_bytes; answered 503", cx.peer);
+    cx.counters.rejected();
+    conn.requests += 1;
+    cx.counters.requests(cx.scratch.stripe, 1);
+    let date = *cx.scratch.date.now();
+    encode_overloaded(BUSY_RETRY_AFTER, &date, &mut cx.scratch.out);
+    close_lingering(conn, io, cx)
 }
 
 /// Answers `status` on the server's behalf, then closes lingering.

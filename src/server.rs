@@ -542,6 +542,25 @@ impl Server {
         self
     }
 
+    /// Most bytes, server-wide, held for requests not yet begun: the bytes
+    /// a TLS handshake under way has read (rustls keeps a handshake message
+    /// until it is whole, a ClientHello up to 64 KiB), and the buffer a
+    /// parked connection keeps for an unfinished head (up to
+    /// [`max_head_bytes`](Server::max_head_bytes) and 4 KiB). Each
+    /// connection holds up to 4 KiB without a share; past that it counts
+    /// all it holds, and gives its share back when the handshake ends, the
+    /// head is served or the connection closes (see
+    /// [`Stats::pending_head_bytes`](crate::Stats::pending_head_bytes)).
+    /// With none left, a TLS handshake that needs more is closed before it
+    /// reads it, after a `close_notify` alert (logged at debug), and a head
+    /// that would park holding more is answered `503` with `Retry-After: 1`
+    /// and `Connection: close`. Default:
+    /// [`DEFAULT_MAX_PENDING_HEAD_BYTES`](crate::DEFAULT_MAX_PENDING_HEAD_BYTES).
+    pub fn max_pending_head_bytes(mut self, n: u64) -> Server {
+        self.config.max_pending_head_bytes = n;
+        self
+    }
+
     /// Most response bytes held, server-wide, for clients slow to take
     /// them: an answer a client does not take at once waits with its parked
     /// connection (holding no worker) while this allows; past it, the

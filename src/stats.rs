@@ -46,7 +46,10 @@ pub struct Stats {
     /// answered `503` because every place for a worker waiting on a body
     /// was taken ([`Server::max_body_waits`](crate::Server::max_body_waits))
     /// or for an upgraded connection
-    /// ([`Server::max_upgrades`](crate::Server::max_upgrades)).
+    /// ([`Server::max_upgrades`](crate::Server::max_upgrades)), and
+    /// unfinished heads answered `503` because they would have parked past
+    /// [`Server::max_pending_head_bytes`](crate::Server::max_pending_head_bytes)
+    /// (TLS handshakes closed for it are not counted).
     pub rejected: u64,
     /// Response bytes held for clients slow to take them (see
     /// [`Server::max_unsent_bytes`](crate::Server::max_unsent_bytes)).
@@ -62,6 +65,11 @@ pub struct Stats {
     /// `body_buffer_bytes`; see
     /// [`Server::max_buffered_body_bytes`](crate::Server::max_buffered_body_bytes)).
     pub buffered_body_bytes: u64,
+    /// Bytes of the server-wide budget for requests not yet begun that
+    /// connections hold now: TLS handshakes and unfinished heads past a
+    /// small allowance each (see
+    /// [`Server::max_pending_head_bytes`](crate::Server::max_pending_head_bytes)).
+    pub pending_head_bytes: u64,
     /// Worker threads alive now, core and on-demand ones (see
     /// [`Server::max_workers`](crate::Server::max_workers)).
     pub threads: u64,
@@ -120,6 +128,8 @@ pub(crate) struct Counters {
     buffered: Arc<AtomicU64>,
     /// Upgraded connections open, likewise (one each).
     upgraded: Arc<AtomicU64>,
+    /// What TLS handshakes and unfinished heads hold, likewise.
+    pending: Arc<AtomicU64>,
 }
 
 /// A share of a budget: response bytes held for a slow client, a read
@@ -138,12 +148,53 @@ impl Drop for Held {
     }
 }
 
+impl Held {
+    /// Grows this share to `bytes` in all, unless the budget's total would
+    /// pass `cap`: false then, and the share is as it was.
+    pub(crate) fn grow_to(&mut self, bytes: u64, cap: u64) -> bool {
+        let more = bytes.saturating_sub(self.bytes);
+        if more > 0 && !add(&self.total, more, cap) {
+            return false;
+        }
+        self.bytes += more;
+        true
+    }
+
+    /// The bytes this share holds.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// A server-wide budget a connection draws on by itself, away from the
+/// [`Counters`] (a TLS stream holds one for its handshake).
+#[derive(Clone, Debug)]
+pub(crate) struct Budget {
+    total: Arc<AtomicU64>,
+    cap: u64,
+}
+
+impl Budget {
+    /// `bytes` of the budget, unless the total would pass its cap.
+    pub(crate) fn take(&self, bytes: u64) -> Option<Held> {
+        take(&self.total, bytes, self.cap)
+    }
+
+    /// Grows `held` (taken from this budget) to `bytes`; false when the
+    /// budget lacks room.
+    pub(crate) fn grow(&self, held: &mut Held, bytes: u64) -> bool {
+        held.grow_to(bytes, self.cap)
+    }
+}
+
 /// `bytes` more of the budget `total` counts, unless that would pass `cap`.
 fn take(total: &Arc<AtomicU64>, bytes: u64, cap: u64) -> Option<Held> {
-    total
-        .fetch_update(Relaxed, Relaxed, |t| t.checked_add(bytes).filter(|&t| t <= cap))
-        .ok()
-        .map(|_| Held { total: total.clone(), bytes })
+    add(total, bytes, cap).then(|| Held { total: total.clone(), bytes })
+}
+
+/// Adds `bytes` to `total`, unless that would pass `cap`: false then.
+fn add(total: &AtomicU64, bytes: u64, cap: u64) -> bool {
+    total.fetch_update(Relaxed, Relaxed, |t| t.checked_add(bytes).filter(|&t| t <= cap)).is_ok()
 }
 
 #[derive(Debug, Default)]
@@ -218,6 +269,17 @@ impl Counters {
         take(&self.buffered, bytes, cap)
     }
 
+    /// Counts `bytes` a parked connection keeps for an unfinished head,
+    /// unless the total would pass `cap`.
+    pub(crate) fn hold_pending(&self, bytes: u64, cap: u64) -> Option<Held> {
+        take(&self.pending, bytes, cap)
+    }
+
+    /// The budget for TLS handshakes and unfinished heads, capped at `cap`.
+    pub(crate) fn pending_heads(&self, cap: u64) -> Budget {
+        Budget { total: self.pending.clone(), cap }
+    }
+
     /// A place for one more upgraded connection, unless `most` are open.
     pub(crate) fn upgrade_slot(&self, most: usize) -> Option<Held> {
         take(&self.upgraded, 1, u64::try_from(most).unwrap_or(u64::MAX))
@@ -250,6 +312,7 @@ impl Counters {
             body_waits: self.body_waits.get(),
             upgraded: self.upgraded.load(Relaxed),
             buffered_body_bytes: self.buffered.load(Relaxed),
+            pending_head_bytes: self.pending.load(Relaxed),
             threads: threads.live as u64,
             busy_threads: threads.live.saturating_sub(threads.idle) as u64,
             idle_threads: threads.idle as u64,
@@ -257,5 +320,37 @@ impl Counters {
             threads_retired: threads.retired,
             monitor_ticks: ticks,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counters;
+
+    fn pending(counters: &Counters) -> u64 {
+        counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes
+    }
+
+    /// Shares grow and go back whole; a take or a growth that would pass
+    /// the cap is refused and changes nothing.
+    #[test]
+    fn a_pending_head_share_grows_within_the_cap_and_goes_back_when_dropped() {
+        let counters = Counters::default();
+        let budget = counters.pending_heads(100);
+        let mut a = budget.take(40).unwrap();
+        assert!(budget.take(61).is_none());
+        let b = budget.take(60).unwrap();
+        assert_eq!(pending(&counters), 100);
+        assert!(!budget.grow(&mut a, 41));
+        assert_eq!((a.bytes(), pending(&counters)), (40, 100));
+        drop(b);
+        assert!(budget.grow(&mut a, 90));
+        assert!(budget.grow(&mut a, 10), "shrinking is no growth");
+        assert_eq!((a.bytes(), pending(&counters)), (90, 90));
+        drop(a);
+        assert_eq!(pending(&counters), 0);
+        assert!(counters.pending_heads(u64::MAX).take(u64::MAX).is_some());
+        assert_eq!(pending(&counters), 0);
+        assert!(counters.pending_heads(0).take(1).is_none());
     }
 }

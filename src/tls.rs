@@ -14,6 +14,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection};
 
+use crate::config::FREE_PENDING_BYTES;
+use crate::stats::{Budget, Held};
+
 /// Builds a server configuration from a PEM certificate chain (leaf first)
 /// and a PEM private key (PKCS#8, PKCS#1 or SEC1), with the ring provider,
 /// TLS 1.2 and 1.3, and ALPN `http/1.1` (preferred) and `http/1.0`.
@@ -61,6 +64,10 @@ pub fn config_from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc<
 /// Most encrypted bytes rustls keeps for the socket: one full record.
 const TLS_BUFFER_LIMIT: usize = 16 * 1024;
 
+/// How much a handshake's share of `max_pending_head_bytes` grows by at a
+/// time: one record.
+const HANDSHAKE_STEP: u64 = 16 * 1024;
+
 /// A TLS session over a non-blocking TCP socket.
 pub(crate) struct TlsStream {
     sock: mio::net::TcpStream,
@@ -69,6 +76,9 @@ pub(crate) struct TlsStream {
     /// part of a record rustls holds is input a read that would block does
     /// not show.
     records: RecordCursor,
+    /// While the handshake is under way, what it has read and holds of
+    /// the server-wide budget; `None` once it is over.
+    handshake: Option<Handshake>,
     /// The socket's sending side is shut: records rustls still holds (a
     /// close_notify the full socket had no room for, an answer to the
     /// client's key update) can never go. Reads go on without them: a write
@@ -115,22 +125,66 @@ impl RecordCursor {
     }
 }
 
-/// The socket, as rustls reads it: every byte read moves the cursor.
+/// The bytes a handshake under way has read from the socket, which bound
+/// what rustls holds of it (a handshake message is kept until it is whole,
+/// up to 64 KiB), and its share of `max_pending_head_bytes`: none up to
+/// [`FREE_PENDING_BYTES`], then all it has read, taken before it is read.
+#[derive(Debug)]
+struct Handshake {
+    budget: Budget,
+    read: u64,
+    share: Option<Held>,
+}
+
+impl Handshake {
+    /// How many bytes may be read now (at least one), the share grown
+    /// first when it is used up; `None` when the budget has no room.
+    fn room(&mut self) -> Option<u64> {
+        let allowed = self.share.as_ref().map_or(FREE_PENDING_BYTES as u64, Held::bytes);
+        if self.read < allowed {
+            return Some(allowed - self.read);
+        }
+        let wanted = allowed.max(self.read) + HANDSHAKE_STEP;
+        match &mut self.share {
+            Some(held) => self.budget.grow(held, wanted).then_some(())?,
+            None => self.share = Some(self.budget.take(wanted)?),
+        }
+        Some(wanted - self.read)
+    }
+}
+
+/// The socket, as rustls reads it: every byte read moves the cursor, and
+/// during the handshake counts against its share of the budget.
 struct Counted<'a> {
     sock: &'a mut mio::net::TcpStream,
     records: &'a mut RecordCursor,
+    handshake: &'a mut Option<Handshake>,
 }
 
 impl Read for Counted<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let buf = match self.handshake.as_mut().map(Handshake::room) {
+            None => buf,
+            Some(Some(room)) => {
+                let room = usize::try_from(room).unwrap_or(usize::MAX);
+                let end = buf.len().min(room);
+                &mut buf[..end]
+            }
+            Some(None) => return Err(io::Error::other("TLS handshake past the server-wide max_pending_head_bytes")),
+        };
         let n = self.sock.read(buf)?;
         self.records.advance(&buf[..n]);
+        if let Some(handshake) = self.handshake {
+            handshake.read += n as u64;
+        }
         Ok(n)
     }
 }
 
 impl TlsStream {
-    pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>) -> io::Result<TlsStream> {
+    /// A session over `sock`, whose handshake draws on `budget` past
+    /// [`FREE_PENDING_BYTES`].
+    pub(crate) fn new(sock: mio::net::TcpStream, config: Arc<ServerConfig>, budget: Budget) -> io::Result<TlsStream> {
         let mut tls = ServerConnection::new(config).map_err(io::Error::other)?;
         // rustls keeps encrypted records the socket did not take (64 KiB by
         // default), and a write it took counts as sent: those bytes are held
@@ -138,7 +192,8 @@ impl TlsStream {
         // keeps that per-connection remainder small; the rest of an answer
         // waits in the connection's counted `Unsent`.
         tls.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
-        Ok(TlsStream { sock, tls, records: RecordCursor::default(), write_shut: false })
+        let handshake = Some(Handshake { budget, read: 0, share: None });
+        Ok(TlsStream { sock, tls, records: RecordCursor::default(), handshake, write_shut: false })
     }
 
     /// True when the client has sent part of a record: a request (or a
@@ -204,12 +259,17 @@ impl Read for TlsStream {
             }
             // Handshake messages and alerts go out before we wait for more.
             tolerate_full(self.write_records())?;
-            if self.tls.read_tls(&mut Counted { sock: &mut self.sock, records: &mut self.records })? == 0 {
+            let mut sock = Counted { sock: &mut self.sock, records: &mut self.records, handshake: &mut self.handshake };
+            if self.tls.read_tls(&mut sock)? == 0 {
                 return Ok(0);
             }
             if let Err(e) = self.tls.process_new_packets() {
                 let _ = self.write_records();
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+            if self.handshake.is_some() && !self.tls.is_handshaking() {
+                // Its share goes back.
+                self.handshake = None;
             }
         }
     }
@@ -250,7 +310,31 @@ mod tests {
     use std::io::{Read, Write};
     use std::sync::{Arc, mpsc};
 
-    use super::{RecordCursor, TlsStream};
+    use super::{Handshake, RecordCursor, TlsStream};
+    use crate::stats::Counters;
+
+    /// A handshake reads its free allowance without a share, then takes
+    /// one a record at a time before it reads, counting all it has read;
+    /// with the budget spent it may read nothing more, and its share goes
+    /// back with it.
+    #[test]
+    fn a_handshake_reads_its_allowance_free_then_takes_shares_before_it_reads() {
+        const KIB: u64 = 1024;
+        let counters = Counters::default();
+        let pending = || counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes;
+        let mut handshake = Handshake { budget: counters.pending_heads(40 * KIB), read: 0, share: None };
+        assert_eq!((handshake.room(), pending()), (Some(4 * KIB), 0));
+        handshake.read = 3 * KIB;
+        assert_eq!((handshake.room(), pending()), (Some(KIB), 0));
+        handshake.read = 4 * KIB;
+        assert_eq!((handshake.room(), pending()), (Some(16 * KIB), 20 * KIB));
+        handshake.read = 20 * KIB;
+        assert_eq!((handshake.room(), pending()), (Some(16 * KIB), 36 * KIB));
+        handshake.read = 36 * KIB;
+        assert_eq!((handshake.room(), pending()), (None, 36 * KIB), "a share of 52 KiB is past the budget");
+        drop(handshake);
+        assert_eq!(pending(), 0);
+    }
 
     /// After the write side shuts with close_notify still in the session
     /// (the client reads nothing, the socket is full), reads go on: a
@@ -287,9 +371,10 @@ mod tests {
             let _ = told.recv();
         });
         let (sock, _) = listener.accept().unwrap();
+        let unbounded = crate::stats::Counters::default().pending_heads(u64::MAX);
         let handle = sock.try_clone().unwrap();
         // Blocking through the handshake and the first bytes.
-        let mut server = TlsStream::new(mio::net::TcpStream::from_std(sock), server_config).unwrap();
+        let mut server = TlsStream::new(mio::net::TcpStream::from_std(sock), server_config, unbounded).unwrap();
         let mut buf = [0u8; 64];
         let n = server.read(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"first");

@@ -11,6 +11,12 @@ const POOLED_BUFFERS: usize = 8;
 /// to read a few more bytes without taking a worker's buffer.
 const MIN_OWN_BUFFER: usize = 512;
 
+/// The size of a connection's own buffer for `pending` bytes: room for as
+/// many more, at least [`MIN_OWN_BUFFER`], at most `size`.
+fn own_len(pending: usize, size: usize) -> usize {
+    (pending * 2).clamp(MIN_OWN_BUFFER, size)
+}
+
 /// `buf[start..end]` is received but not yet parsed.
 #[derive(Debug, Default)]
 pub(crate) struct ReadBuf {
@@ -194,10 +200,24 @@ impl ReadBuf {
         Released::Kept
     }
 
+    /// The capacity [`ReadBuf::release`] would leave the buffer with.
+    pub(crate) fn kept_capacity(&self, size: usize) -> usize {
+        let pending = self.end - self.start;
+        if self.buf.len() > size && pending <= size {
+            own_len(pending, size)
+        } else if self.buf.len() != size || pending * 2 >= size {
+            self.buf.len()
+        } else if pending == 0 {
+            0
+        } else {
+            own_len(pending, size)
+        }
+    }
+
     /// A small buffer holding a copy of the `pending` unparsed bytes, with
     /// room for as many more (at most `size`).
     fn own_copy(&self, pending: usize, size: usize) -> Vec<u8> {
-        let mut own = vec![0; (pending * 2).clamp(MIN_OWN_BUFFER, size)];
+        let mut own = vec![0; own_len(pending, size)];
         #[cfg(test)]
         crate::parse::work::copied(pending);
         own[..pending].copy_from_slice(self.unparsed());

@@ -10,9 +10,9 @@ use super::Ran;
 use super::phase::{Drain, Dry, Phase, Then};
 use super::read_buf::{ReadBuf, Released};
 use crate::body::{BodyError, ChunkedDecoder};
-use crate::config::Config;
+use crate::config::{Config, FREE_PENDING_BYTES};
 use crate::parse::{Limits, ParseError, trim_empty_lines};
-use crate::stats::Held;
+use crate::stats::{Counters, Held};
 
 /// Handler calls a connection is expected to block after one did: a client
 /// that asks for slow work tends to ask again, with quick requests between.
@@ -82,6 +82,10 @@ pub(crate) struct ConnState {
     /// The share of the server-wide budget for collected bodies that a
     /// buffer grown past the read buffer's size holds, until it shrinks back.
     share: Option<Held>,
+    /// The share of the server-wide budget for unfinished heads
+    /// (`max_pending_head_bytes`) that the buffer a parked connection keeps
+    /// holds, past [`FREE_PENDING_BYTES`].
+    head_share: Option<Held>,
     /// The budget was spent when this request's body needed more room: it
     /// is collected no further than the read buffer.
     refused: bool,
@@ -111,6 +115,7 @@ impl ConnState {
             slow_score: 0,
             slept: 0,
             share: None,
+            head_share: None,
             refused: false,
             torn: false,
             pipelined: false,
@@ -280,6 +285,50 @@ impl ConnState {
         if self.buf.release(pool, size) == Released::Shrunk {
             // Grown for a body now answered: the share goes back.
             self.share = None;
+        }
+        if self.head_share.is_some() && self.parked_head_bytes(size) <= FREE_PENDING_BYTES {
+            self.head_share = None;
+        }
+    }
+
+    /// The bytes the buffer keeps for a request not yet handed to its
+    /// handler once the turn ends (see [`ReadBuf::release`]): its unfinished
+    /// head, or the start of a body collected within the read buffer's
+    /// `size`. 0 when nothing is unparsed, or when a buffer grown for a
+    /// body holds a share of `max_buffered_body_bytes` instead.
+    fn parked_head_bytes(&self, size: usize) -> usize {
+        if self.share.is_some() || !self.has_unparsed() { 0 } else { self.buf.kept_capacity(size) }
+    }
+
+    /// Before the connection parks to wait for the rest of a request:
+    /// takes (or grows) the share of `max_pending_head_bytes` that the
+    /// buffer it keeps needs past [`FREE_PENDING_BYTES`]. False when
+    /// the budget has no room: the connection must not park holding it.
+    /// Inlined: a connection parking with nothing unparsed (after each
+    /// answer, when the client waits for it) holds nothing, and must pay
+    /// no more than this test.
+    #[inline(always)]
+    pub(crate) fn hold_parked_head(&mut self, counters: &Counters, config: &Config) -> bool {
+        if !self.has_unparsed() && self.head_share.is_none() {
+            return true;
+        }
+        self.hold_parked_head_bytes(counters, config.max_pending_head_bytes, config.read_buffer_size())
+    }
+
+    #[inline(never)]
+    fn hold_parked_head_bytes(&mut self, counters: &Counters, cap: u64, size: usize) -> bool {
+        let kept = self.parked_head_bytes(size);
+        if kept <= FREE_PENDING_BYTES {
+            self.head_share = None;
+            return true;
+        }
+        let kept = kept as u64;
+        match &mut self.head_share {
+            Some(held) => held.grow_to(kept, cap),
+            None => {
+                self.head_share = counters.hold_pending(kept, cap);
+                self.head_share.is_some()
+            }
         }
     }
 

@@ -2608,3 +2608,53 @@ fn a_close_after_pipelining_still_ends_a_tls_session_whole() {
         assert!(io.shut_write, "room {room:?}: {kind:?}");
     }
 }
+
+/// A parked unfinished head holds a share of `max_pending_head_bytes` for
+/// the buffer it keeps past the free allowance: none for a short one, the
+/// buffer's size for a long one (grown as it grows, and while its body is
+/// awaited in it), and none once its request is answered.
+#[test]
+fn a_parked_head_holds_a_share_for_the_buffer_it_keeps() {
+    let mut s = Served::new(&echo);
+    let pending = |s: &Served<'_>| s.counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes;
+    let mut head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 40000\r\nX-Pad: ".to_vec();
+    head.resize(12_000, b'p');
+    let mut io = Script::new(&[&head[..1000], &head[1000..5000], &head[5000..], b"\r\n\r\n", &[b'x'; 40000]]);
+    let mut kept = Vec::new();
+    for _ in 0..5 {
+        io.release();
+        assert_eq!(s.serve(&mut io), Next::Park);
+        kept.push((s.conn.buffer_len(), pending(&s)));
+    }
+    assert_eq!(kept[0], (2000, 0), "a short head is free");
+    assert!(kept[1].0 > 4096 && kept[1].1 == kept[1].0 as u64, "past 4 KiB its buffer counts whole: {kept:?}");
+    assert!(kept[2].0 >= 12_000 && kept[2].1 == kept[2].0 as u64, "{kept:?}");
+    // The head is whole, its body awaited in the same buffer: it still
+    // counts. Then the body came, past the read buffer (on the other
+    // budget), and was answered.
+    assert_eq!(kept[3], kept[2]);
+    assert!(io.written.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert_eq!(kept[4].1, 0);
+}
+
+/// With the budget spent, a head that would park holding more than the
+/// free allowance is answered `503` with `Retry-After` and the connection
+/// closes, its share given back.
+#[test]
+fn a_parked_head_past_the_budget_gets_503() {
+    let mut s = Served::new(&echo);
+    s.config.max_pending_head_bytes = 16 * 1024;
+    let mut head = b"GET / HTTP/1.1\r\nHost: a\r\nX-Pad: ".to_vec();
+    head.resize(12_000, b'p');
+    let mut io = Script::new(&[&head[..5000], &head[5000..]]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(s.counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes, 10_000);
+    io.release();
+    // Parked to linger, holding nothing.
+    s.serve(&mut io);
+    assert_eq!(s.counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes, 0);
+    let wire = String::from_utf8_lossy(&io.written).into_owned();
+    assert!(wire.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{wire}");
+    assert!(wire.contains("\r\nRetry-After: 1\r\n") && wire.contains("\r\nConnection: close\r\n"), "{wire}");
+}

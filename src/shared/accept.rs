@@ -328,7 +328,11 @@ impl Shared {
     #[cfg(feature = "tls")]
     fn secure(&self, stream: Stream, peer: Peer) -> Option<Stream> {
         match (&self.config.tls, stream) {
-            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(tcp.into_mio(), config.clone()) {
+            (Some(config), Stream::Tcp(tcp)) => match crate::tls::TlsStream::new(
+                tcp.into_mio(),
+                config.clone(),
+                self.counters.pending_heads(self.config.max_pending_head_bytes),
+            ) {
                 Ok(tls) => Some(Stream::Tls(Box::new(tls))),
                 Err(e) => {
                     warn!("{peer}: starting TLS failed: {e}");
