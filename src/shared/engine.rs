@@ -494,11 +494,11 @@ impl<C: Occupant> Engine<C> {
         self.work.notify_all();
     }
 
-    /// Waits until every worker but `staying` has left, at most until
-    /// `deadline` (`None`: without limit). True when they all did.
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>, staying: usize) -> bool {
+    /// Waits until every worker has left, at most until `deadline` (`None`:
+    /// without limit). True when they all did.
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
         let mut hub = self.lock();
-        while hub.crew.live() > staying {
+        while hub.crew.live() > 0 {
             hub = match deadline {
                 None => self.exited.wait(hub).unwrap_or_else(PoisonError::into_inner),
                 Some(at) => {

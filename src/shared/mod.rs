@@ -381,10 +381,9 @@ impl Shared {
         debug_assert!(idle.is_empty());
     }
 
-    /// Waits until every worker but `staying` has left: see
-    /// [`Engine::wait_for_workers`].
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>, staying: usize) -> bool {
-        self.engine.wait_for_workers(deadline, staying)
+    /// Waits until every worker has left: see [`Engine::wait_for_workers`].
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
+        self.engine.wait_for_workers(deadline)
     }
 
     /// Worker threads alive now.
