@@ -555,14 +555,16 @@ fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parse
 /// what its bytes earn at `body_min_rate`) rather than read by the handler
 /// on a worker, so a client trickling it holds no thread; at shutdown, when
 /// nothing parks, the worker waits for it under the same deadline (see
-/// [`finishing_head`]). Not when the client waits for `100 Continue`.
+/// [`finishing_head`]). Not when the client waits for `100 Continue`: the
+/// handler asks for the body then; but a chunked body sent with the head
+/// anyway and already known to be refused is refused here all the same.
 /// Collecting past the read buffer's size takes a share
 /// of the server-wide budget (`max_buffered_body_bytes`) when the buffer is
 /// about to grow (see [`read_more`]), held until the buffer shrinks back
 /// (`ConnState::detach`); with none left, it stops at the read buffer's
 /// size.
 fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Option<Await> {
-    if head.body == BodyKind::Empty || head.expect_continue {
+    if head.body == BodyKind::Empty {
         return None;
     }
     let buffer = cx.config.read_buffer_size();
@@ -570,6 +572,7 @@ fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Op
         if conn.budget_spent() { buffer } else { buffer.max(head.len.saturating_add(cx.config.body_buffer_bytes)) };
     let here = conn.unparsed().len();
     let want = match head.body {
+        BodyKind::Length(_) if head.expect_continue => return None,
         BodyKind::Length(n) => {
             let whole = u64::try_from(head.len).ok()?.checked_add(n)?;
             // Collecting off: only a request that fits in the read buffer.
@@ -590,6 +593,9 @@ fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Op
                 // is, before its handler runs: the handler's answer would
                 // be replaced by the error, and what it did would stand.
                 return scan.refusal().map(Await::Refused);
+            }
+            if head.expect_continue {
+                return None;
             }
             Await::Chunked(scan)
         }

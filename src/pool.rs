@@ -27,10 +27,8 @@ pub(crate) trait Workers: Send + Sync {
     /// goes on with the threads it has.
     fn spawn_for(&self, seat: usize);
 
-    /// Joins every thread (after shutdown, once all have left their loop),
-    /// but the calling one when it is a worker of this pool (a handler
-    /// that stopped its own server): its handle is let go instead, and it
-    /// ends once the handler returns.
+    /// Joins every thread (after shutdown, once all have left their loop;
+    /// never called by one of them, see `ServerHandle::join`).
     fn join_all(&self);
 }
 
@@ -160,12 +158,8 @@ impl<H: Handler> Workers for Pool<H> {
 
     fn join_all(&self) {
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
-        let me = thread::current().id();
         for handle in handles {
-            // A thread cannot join itself; dropped, its handle detaches it.
-            if handle.thread().id() != me {
-                let _ = handle.join();
-            }
+            let _ = handle.join();
         }
     }
 }

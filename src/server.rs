@@ -763,27 +763,35 @@ impl ServerHandle {
     /// loop: their thread-local destructors — a handler's per-thread
     /// database connection, say — may still be running.)
     ///
-    /// Called by a handler of this server, it waits for every thread but
-    /// the one it runs on, which ends once the handler returns (its answer
-    /// says `Connection: close`); `true` then means every other thread
-    /// ended. A handler that need not wait uses a [`ShutdownSignal`].
+    /// Called by a handler of this server, it starts the shutdown and
+    /// returns `false` at once: the server cannot have stopped while one of
+    /// its handlers runs, and that handler's answer can go out only once it
+    /// returns. The answer is then sent in full, saying `Connection:
+    /// close`, and the server stops as it would otherwise, on its own
+    /// threads. A program that must know when the server has stopped (to
+    /// exit, say) gives the handler a [`ShutdownSignal`] and waits in
+    /// [`ServerHandle::join`] on another thread.
     pub fn shutdown(self) -> bool {
         self.signal().shutdown();
         self.join()
     }
 
     /// Waits until the server stops (after a [`ShutdownSignal`]). Returns as
-    /// [`ServerHandle::shutdown`] does.
+    /// [`ServerHandle::shutdown`] does; called by a handler of this server,
+    /// it returns `false` at once.
     pub fn join(mut self) -> bool {
+        if crate::pool::is_worker_of(&self.shared) {
+            // Waiting here would hold the answer of the handler calling,
+            // and its thread, which the server must end; once dropped, the
+            // handle keeps the signal watch until the server has stopped.
+            return false;
+        }
         if let Some(monitor) = self.monitor.take() {
             let _ = monitor.join();
         }
         // A grace too long to add (`Duration::MAX`) waits without limit.
         let deadline = Instant::now().checked_add(self.shared.config.shutdown_grace);
-        // Called by a handler of this server, its own worker ends only once
-        // the handler returns: not waited for.
-        let own = usize::from(crate::pool::is_worker_of(&self.shared));
-        let all = self.shared.wait_for_workers(deadline, own);
+        let all = self.shared.wait_for_workers(deadline);
         if all {
             // Every worker has left its loop: the joins are prompt.
             self.workers.join_all();
@@ -808,7 +816,7 @@ impl Drop for ServerHandle {
             if let Some(monitor) = monitor {
                 let _ = monitor.join();
             }
-            shared.wait_for_workers(Instant::now().checked_add(shared.config.shutdown_grace), 0);
+            shared.wait_for_workers(Instant::now().checked_add(shared.config.shutdown_grace));
             drop(signals);
         });
         if let Err(e) = keeper {

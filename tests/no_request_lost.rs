@@ -234,27 +234,52 @@ fn shutdown_answers_a_request_whose_body_is_still_arriving() {
 }
 
 /// A body being collected when shutdown begins keeps its deadline: the
-/// head timeout from the head's first byte, plus what its bytes earn. (It
-/// was handed to the handler instead, which waited for it under the body
-/// read timeout, 6 s here, from the shutdown on.)
+/// head timeout from the head's first byte, plus what its bytes earn at
+/// `body_min_rate` (a millisecond a byte here). Its client trickles a byte
+/// every 200 ms from the stop on, and gets `408` by that deadline (1 s),
+/// not under the body read timeout, 30 s, which a body handed to its
+/// handler would wait for afresh at each byte. A length body and a
+/// chunked one.
 #[test]
 fn shutdown_keeps_the_deadline_of_a_body_being_collected() {
-    let server = Server::bind("127.0.0.1:0")
-        .unwrap()
-        .head_timeout(Duration::from_secs(1))
-        .body_read_timeout(Duration::from_secs(6))
-        .spawn(common::echo)
-        .unwrap();
-    let mut conn = connect(server.local_addr());
-    let began = Instant::now();
-    send(&mut conn, b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
-    wait_for(&server, "the request to park awaiting its body", |s| s.parked == 1);
-    server.signal().shutdown();
-    let reply = read_reply(&mut conn, false).unwrap();
-    let took = began.elapsed();
-    assert_eq!(reply.status, 408);
-    assert!(took < Duration::from_secs(4), "answered after {took:?}");
-    assert!(server.join());
+    let bodies: [&[u8]; 2] = [
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10000\r\n\r\nhello",
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\nhello",
+    ];
+    for request in bodies {
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .head_timeout(Duration::from_secs(1))
+            .body_read_timeout(Duration::from_secs(30))
+            .body_timeout(Duration::from_secs(60))
+            .shutdown_grace(Duration::from_secs(60))
+            .spawn(common::echo)
+            .unwrap();
+        let mut conn = connect(server.local_addr());
+        let began = Instant::now();
+        send(&mut conn, request);
+        wait_for(&server, "the request to park awaiting its body", |s| s.parked == 1);
+        server.signal().shutdown();
+        // The client trickles its body as it waits for the answer.
+        conn.get_ref().set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        loop {
+            assert!(began.elapsed() < Duration::from_secs(20), "{}: no answer yet", String::from_utf8_lossy(request));
+            match std::io::BufRead::fill_buf(&mut conn) {
+                Ok(_) => break,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                    conn.get_mut().write_all(b"x").unwrap();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        conn.get_ref().set_read_timeout(Some(PATIENCE)).unwrap();
+        let reply = read_reply(&mut conn, false).unwrap();
+        let took = began.elapsed();
+        assert_eq!(reply.status, 408, "{}", String::from_utf8_lossy(request));
+        assert!(took < Duration::from_secs(10), "answered after {took:?}, the body read timeout being 30 s");
+        drop(conn);
+        assert!(server.join());
+    }
 }
 
 /// The same for a head that is not whole yet.

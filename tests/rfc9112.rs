@@ -1342,7 +1342,9 @@ fn new_connection_is_not_expired_by_a_deadline_left_in_its_slot() {
 /// the server's error anyway, and a handler that never reads the body (a
 /// `DELETE`, a `POST` that starts a job) would act on a request its client
 /// is told was refused (RFC 9112 §6.3 ¶4, §7.1; RFC 9110 §15.5.1: 400 says
-/// the server did not process it).
+/// the server did not process it). The same under `Expect: 100-continue`,
+/// with the body sent along with the head (nothing more is waited for
+/// then: the handler asks for the rest with `100 Continue`).
 #[test]
 fn handler_does_not_run_for_a_chunked_body_already_known_to_be_refused() {
     use std::sync::Arc;
@@ -1359,14 +1361,17 @@ fn handler_does_not_run_for_a_chunked_body_already_known_to_be_refused() {
         .unwrap();
     let cases: [(&[u8], u16); 3] =
         [(b"zz\r\nhello\r\n0\r\n\r\n", 400), (b"5\r\nhelloXX\r\n0\r\n\r\n", 400), (b"FFFFFFFF\r\n", 413)];
+    let expects: [&[u8]; 2] = [b"", b"Expect: 100-continue\r\n"];
     for (body, status) in cases {
-        let request =
-            [b"GET /first HTTP/1.1\r\nHost: a\r\n\r\nPOST /act HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", body]
-                .concat();
-        let outcome = exchange(server.local_addr(), &request, &[200, status], After::Close);
-        outcome.unwrap_or_else(|e| panic!("{}: {e}", show(body)));
+        for expect in expects {
+            let head = [b"POST /act HTTP/1.1\r\nHost: a\r\n", expect, b"Transfer-Encoding: chunked\r\n\r\n"].concat();
+            let request = [b"GET /first HTTP/1.1\r\nHost: a\r\n\r\n", &head[..], body].concat();
+            let outcome = exchange(server.local_addr(), &request, &[200, status], After::Close);
+            outcome.unwrap_or_else(|e| panic!("{}: {e}", show(&request)));
+        }
     }
     // Every answer was read: the calls there were are done.
-    assert_eq!(calls.load(Ordering::SeqCst), cases.len(), "the handler ran for a refused request");
+    let firsts = cases.len() * expects.len();
+    assert_eq!(calls.load(Ordering::SeqCst), firsts, "the handler ran for a refused request");
     server.shutdown();
 }

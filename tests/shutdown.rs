@@ -95,7 +95,9 @@ fn after_shutdown_returns_no_worker_holds_the_handler() {
 
 /// How a handler stops its own server in the tests below: it takes the
 /// server's handle and calls `shutdown`, telling the test what that
-/// returned. `held`: first it tells the test it is in, and waits for a go.
+/// returned (`false` at once: the server cannot have stopped while its
+/// handler runs). `held`: first it tells the test it is in, and waits for a
+/// go.
 struct OwnStop {
     handle: std::sync::Mutex<Option<httpool::ServerHandle>>,
     told: std::sync::mpsc::Sender<bool>,
@@ -134,30 +136,61 @@ impl OwnStop {
 }
 
 /// A handler may stop its own server with `ServerHandle::shutdown`: the
-/// call waits for every other thread, not for the worker it runs on (which
-/// can end only once the handler returns), and its client gets the answer.
-/// It used to wait for its own worker until the grace period was over
-/// (here 60 s), then return `false`.
+/// call returns `false` at once, waiting neither for its own answer (which
+/// goes out only once the handler returns) nor for another handler still
+/// running, and its client gets the whole answer (1 MiB, so that a stop
+/// that cut it short would show) with `Connection: close`; the other
+/// handler's answer goes out too, and every thread ends. The call used to
+/// wait for every other thread, here the held handler, and return `true`
+/// before the handler's own answer was out.
 #[test]
-fn a_handler_that_shuts_its_own_server_down_waits_for_the_others_only() {
+fn a_handler_that_shuts_its_own_server_down_returns_false_at_once_and_its_answer_goes_out_whole() {
+    use std::sync::{Mutex, mpsc};
     let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (own, side) = OwnStop::new(false);
     let stop = own.clone();
+    let (entered, in_handler) = mpsc::channel();
+    let (release, wait) = mpsc::channel::<()>();
+    let (entered, wait) = (Mutex::new(entered), Mutex::new(wait));
+    let large = vec![b'x'; 1 << 20];
+    let answer = large.clone();
     let server = Server::bind("127.0.0.1:0")
         .unwrap()
         .workers(3)
+        .pin_workers(false)
         .shutdown_grace(std::time::Duration::from_secs(60))
-        .spawn(move |req: &mut Request| if req.path() == "/stop" { stop.stop() } else { Response::text("ok") })
+        .spawn(move |req: &mut Request| match req.path() {
+            "/stop" => {
+                stop.stop();
+                Response::bytes(answer.clone())
+            }
+            _ => {
+                entered.lock().unwrap().send(()).unwrap();
+                wait.lock().unwrap().recv().unwrap();
+                Response::text("held")
+            }
+        })
         .unwrap();
-    let mut conn = connect(server.local_addr());
+    let addr = server.local_addr();
     *own.handle.lock().unwrap() = Some(server);
+    let mut held = connect(addr);
+    send(&mut held, &get("/hold"));
+    in_handler.recv_timeout(PATIENCE).unwrap();
+    let mut conn = connect(addr);
     send(&mut conn, &get("/stop"));
-    assert!(side.told.recv_timeout(PATIENCE).expect("shutdown returned"), "every other thread joined");
+    let all = side.told.recv_timeout(PATIENCE).expect("shutdown returned at once, the held handler still running");
+    assert!(!all, "the handler's own thread had not ended");
     let reply = read_reply(&mut conn, false).unwrap();
-    assert_eq!((reply.status, reply.body.as_slice()), (200, b"stopped".as_slice()));
+    assert_eq!(reply.status, 200);
+    assert!(reply.body == large, "the answer was cut: {} bytes of {}", reply.body.len(), large.len());
     assert_eq!(reply.header("connection"), Some("close"));
-    // Its client closes, so that the worker's linger after the answer ends.
-    drop(conn);
+    assert!(closed(&mut conn), "the connection closed after the answer");
+    release.send(()).unwrap();
+    let reply = read_reply(&mut held, false).unwrap();
+    assert_eq!((reply.status, reply.body.as_slice()), (200, b"held".as_slice()));
+    assert_eq!(reply.header("connection"), Some("close"));
+    // Their clients close, so that the workers' lingers after the answers end.
+    drop((conn, held));
     #[cfg(target_os = "linux")]
     assert_eq!(httpool_threads_once(|n| n == 0), 0);
 }
@@ -187,7 +220,7 @@ fn a_request_waiting_for_the_worker_whose_handler_stops_the_server_is_answered()
     let mut waiting = connect(addr);
     send(&mut waiting, &get("/waiting"));
     side.go.send(()).unwrap();
-    assert!(side.told.recv_timeout(PATIENCE).expect("shutdown returned"));
+    assert!(!side.told.recv_timeout(PATIENCE).expect("shutdown returned"));
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"stopped");
     drop(conn);
     let reply = read_reply(&mut waiting, false).unwrap();
@@ -255,11 +288,11 @@ fn a_handler_that_shuts_another_server_down_waits_for_its_running_handler() {
 }
 
 /// The handler that stops its own server runs on a worker that let its seat
-/// go before the call (its connection's last call blocked): the thread
-/// that took the seat over is waited for, and a request arriving on
-/// another connection before the stop is answered (review of 0feb5bf).
+/// go before the call (its connection's last call blocked): a request
+/// arriving on another connection before the stop is answered by the
+/// thread that took the seat over, and every thread ends.
 #[test]
-fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_waits_for_the_seats_new_thread() {
+fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_leaves_the_seats_new_thread_serving() {
     let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (own, side) = OwnStop::new(true);
     let stop = own.clone();
@@ -296,7 +329,7 @@ fn a_handler_whose_seat_was_let_go_that_shuts_its_own_server_down_waits_for_the_
     let reply = read_reply(&mut waiting, false).unwrap();
     assert_eq!((reply.status, reply.body.as_slice()), (200, b"/waiting".as_slice()));
     side.go.send(()).unwrap();
-    assert!(side.told.recv_timeout(PATIENCE).expect("shutdown returned"));
+    assert!(!side.told.recv_timeout(PATIENCE).expect("shutdown returned"));
     assert_eq!(read_reply(&mut conn, false).unwrap().body, b"stopped");
     drop((conn, waiting));
     #[cfg(target_os = "linux")]

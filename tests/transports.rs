@@ -230,10 +230,9 @@ fn a_client_waiting_for_a_lingering_close_has_no_other_idle_connection_closed_fo
 }
 
 /// Under `Overload::Reject`, a client for whom an idle connection was
-/// closed waits for that close's linger (a Unix socket always lingers) and
-/// is served. It used to be refused with `503` while the idle connection
-/// was closed all the same: each new client cost an idle connection and
-/// was served none the better.
+/// closed (a Unix socket always lingers) is served. It used to be refused
+/// with `503` while the idle connection was closed all the same: each new
+/// client cost an idle connection and was served none the better.
 #[test]
 #[cfg(any(target_os = "linux", target_vendor = "apple"))]
 fn under_reject_a_client_waits_for_the_lingering_close_made_for_it() {

@@ -264,7 +264,10 @@ impl Shared {
     /// connections open would keep new ones out until the idle timeout, and
     /// one that sends a request on each just before it, for ever. One found
     /// to have a request after all is served instead, and the next tried, a
-    /// few at most. A close that lingers (a Unix socket, or bytes that came
+    /// few at most. The connection closed lingers, spared, so that a
+    /// request racing the close meets the end of stream, not a reset, and
+    /// room is made at once ([`super::ROOM_LINGERS`] at a time). Past that
+    /// bound, a close that must linger (a Unix socket, or bytes that came
     /// as it closed) frees its slot when the linger ends ([`Room::Coming`]),
     /// and whoever closes it then takes up the accept held back meanwhile.
     /// Called when the pass's [`Pressure`] found room to make.
@@ -278,7 +281,7 @@ impl Shared {
                 Vacancy::Lacking => return Room::Lacking,
             };
             match self.close_idle(conn, Instant::now(), CloseWhy::Room) {
-                IdleClose::Closed => return Room::Made,
+                IdleClose::Closed | IdleClose::Spared => return Room::Made,
                 IdleClose::Lingering => return Room::Coming,
                 IdleClose::Serve(conn) => {
                     let seat = conn.seat;
@@ -486,7 +489,65 @@ mod tests {
         assert_eq!((stats.reclaimed, shared.engine.load().idle), (0, 1), "an idle connection was closed for nothing");
     }
 
-    /// An idle connection on a Unix socket closed to make room lingers; its
+    /// An idle TCP connection closed to make room lingers, spared: room is
+    /// made at once (it no longer counts against `max_connections`), and a
+    /// request its client sends after the look meets the end of stream and
+    /// no reset (the socket is open, reading; closed, it reset the
+    /// connection, and the client's next write failed). Past
+    /// `ROOM_LINGERS` spared at once, a close for room does not linger.
+    #[test]
+    fn an_idle_connection_closed_for_room_lingers_without_counting() {
+        use std::io::{Read, Write};
+
+        use crate::shared::tests::socket_pair;
+        use crate::shared::{CloseWhy, IdleClose};
+        let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+        let config = Config { max_connections: 1, ..Config::default() };
+        let shared = Shared::new(config, listener, 1).unwrap();
+        let (stream, mut client) = socket_pair();
+        let mut state = ConnState::default();
+        state.phase.idle();
+        let peer = super::Peer::Ip(client.local_addr().unwrap());
+        let make = |place, _| Connection::new(stream, peer, state, place, 0);
+        let idle = shared.engine.admit(make, None).expect("held by the caller");
+        assert!(shared.park(idle).is_none());
+        assert!(shared.pressure(false, 0).room_to_make);
+        assert_eq!(shared.make_room(), Room::Made);
+        let load = shared.engine.load();
+        assert_eq!((load.open, load.parked), (0, 1), "the connection closed for room lingers, not counted");
+        // Its client's request, sent after the close began, meets the end
+        // of stream, and the connection is not reset under it.
+        client.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        client.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        assert_eq!(client.read(&mut [0u8; 64]).unwrap(), 0, "the end of stream");
+        client.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").expect("no reset");
+        // Past the bound, a close for room closes at once.
+        spare_to_the_bound(&shared);
+        let (stream, peer) = crate::shared::tests::conn_pair();
+        let mut state = ConnState::default();
+        state.phase.idle();
+        let make = |place, _| Connection::new(stream, peer, state, place, 0);
+        let idle = shared.engine.admit(make, None).expect("held by the caller");
+        assert!(matches!(shared.close_idle(idle, std::time::Instant::now(), CloseWhy::Room), IdleClose::Closed));
+    }
+
+    /// Admits connections and spares them until `ROOM_LINGERS` are: the
+    /// next close for room finds the bound reached. (Their sockets are
+    /// dropped; their slots, never freed, stay spared.)
+    fn spare_to_the_bound(shared: &Shared) {
+        loop {
+            let (stream, peer) = crate::shared::tests::conn_pair();
+            let make = |place, _| Connection::new(stream, peer, ConnState::default(), place, 0);
+            let conn = shared.engine.admit(make, None).expect("held by the caller");
+            if !shared.engine.spare(conn.slot(), crate::shared::ROOM_LINGERS) {
+                shared.close(conn);
+                return;
+            }
+        }
+    }
+
+    /// An idle connection on a Unix socket closed to make room, past
+    /// `ROOM_LINGERS` spared ones, lingers as it must, counted; its
     /// client closing its end at once (on reading the end of stream, before
     /// the close parks it) is no request: its slot frees when a worker ends
     /// the linger, so room is coming and the client waits for it. The
@@ -519,6 +580,7 @@ mod tests {
         let crate::shared::engine::Vacancy::Idle(conn) = shared.engine.take_idle(1) else {
             panic!("no idle connection")
         };
+        spare_to_the_bound(&shared);
         drop(theirs);
         shared.poll_seat(0, Some(std::time::Duration::ZERO), false);
         let closed = shared.close_idle(conn, std::time::Instant::now(), CloseWhy::Room);

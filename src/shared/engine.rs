@@ -59,7 +59,9 @@ struct Hub<C> {
 /// The hub's counts, read at one moment.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Load {
-    /// Connections with a slot (parked, queued or held by a worker).
+    /// Connections with a slot (parked, queued or held by a worker) that
+    /// count against `max_connections`: all but those spared
+    /// ([`Engine::spare`]).
     pub(crate) open: usize,
     pub(crate) parked: usize,
     /// Of those, connections waiting idle, kept alive, for a next request.
@@ -172,7 +174,7 @@ impl<C: Occupant> Engine<C> {
         let hub = self.lock();
         let (spawned, retired) = hub.crew.totals();
         Load {
-            open: hub.slots.open(),
+            open: hub.slots.counted(),
             parked: hub.slots.parked(),
             idle: hub.slots.idle(),
             queued: hub.board.queued(),
@@ -275,7 +277,7 @@ impl<C: Occupant> Engine<C> {
     /// see [`Slots::take_idle`]), for the caller to close.
     pub(crate) fn take_idle(&self, max_open: usize) -> Vacancy<C> {
         let mut hub = self.lock();
-        if hub.slots.open() < max_open {
+        if hub.slots.counted() < max_open {
             return Vacancy::Free;
         }
         hub.slots.take_idle().map_or(Vacancy::Lacking, Vacancy::Idle)
@@ -431,6 +433,13 @@ impl<C: Occupant> Engine<C> {
         self.lock().board.push_ready(seat, conn);
     }
 
+    /// Spares the connection in `slot`, closed for room and lingering:
+    /// it counts against `max_connections` no more, unless `most` are
+    /// spared already (then false). See [`Slots::spare`].
+    pub(crate) fn spare(&self, slot: u32, most: usize) -> bool {
+        self.lock().slots.spare(slot, most)
+    }
+
     /// Frees the slot of a closed connection.
     pub(crate) fn free(&self, slot: u32) {
         self.lock().slots.free(slot);
@@ -494,11 +503,11 @@ impl<C: Occupant> Engine<C> {
         self.work.notify_all();
     }
 
-    /// Waits until every worker but `staying` has left, at most until
-    /// `deadline` (`None`: without limit). True when they all did.
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>, staying: usize) -> bool {
+    /// Waits until every worker has left, at most until `deadline` (`None`:
+    /// without limit). True when they all did.
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
         let mut hub = self.lock();
-        while hub.crew.live() > staying {
+        while hub.crew.live() > 0 {
             hub = match deadline {
                 None => self.exited.wait(hub).unwrap_or_else(PoisonError::into_inner),
                 Some(at) => {

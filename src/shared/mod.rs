@@ -73,6 +73,13 @@ pub(crate) const LISTENER: Token = Token(usize::MAX);
 /// Token of a seat's waker.
 pub(crate) const WAKER: Token = Token(usize::MAX - 1);
 
+/// Connections closed to make room at `max_connections` that may linger at
+/// once, server-wide, without counting against it (see
+/// [`Shared::close_idle`]): each holds a socket and a slot for at most
+/// [`LINGER`]. Past it, such a close lingers only when it must (a Unix
+/// socket, input found), and the new client waits for its slot.
+pub(crate) const ROOM_LINGERS: usize = 64;
+
 /// Pause after a failed readiness wait, so a broken readiness set does not
 /// turn into a busy loop.
 const POLL_BACKOFF: Duration = Duration::from_millis(100);
@@ -95,6 +102,9 @@ pub(crate) enum IdleClose {
     /// Its write side is shut, and it is parked to read and discard what
     /// still comes (its slot is freed when that ends).
     Lingering,
+    /// Closed for room, it lingers as above, spared: it no longer counts
+    /// against `max_connections`, so the room is made now.
+    Spared,
     /// A request had come after all: for a worker to serve.
     Serve(Box<Connection>),
 }
@@ -309,7 +319,11 @@ impl Shared {
     /// meanwhile is lingered over. A Unix domain socket always lingers:
     /// closed with input unread, it fails the peer's next read with a
     /// reset even after the end of stream, so a request sent between the
-    /// look and the close would still meet one.
+    /// look and the close would still meet one. Closed for room, any
+    /// connection lingers, spared (one of at most [`ROOM_LINGERS`]): a
+    /// request that reaches it between the look and the close is read and
+    /// discarded, not met with a reset, and its client, which has seen the
+    /// end of stream, sends it again elsewhere.
     pub(crate) fn close_idle(&self, mut conn: Box<Connection>, now: Instant, why: CloseWhy) -> IdleClose {
         if conn.stream.has_pending_input() {
             return IdleClose::Serve(conn);
@@ -325,7 +339,8 @@ impl Shared {
             }
         }
         conn.stream.shutdown_write();
-        if conn.stream.is_unix() || conn.stream.has_pending_input() {
+        let spared = why == CloseWhy::Room && self.engine.spare(conn.slot(), ROOM_LINGERS);
+        if spared || conn.stream.is_unix() || conn.stream.has_pending_input() {
             conn.state.linger_after_answer(now + LINGER);
             // Bytes (or the end of stream) that came meanwhile are for the
             // linger to read, not a request: a worker ends it, and the
@@ -335,7 +350,7 @@ impl Shared {
                 self.requeue(conn);
                 self.nudge(seat);
             }
-            return IdleClose::Lingering;
+            return if spared { IdleClose::Spared } else { IdleClose::Lingering };
         }
         self.close(conn);
         IdleClose::Closed
@@ -381,10 +396,9 @@ impl Shared {
         debug_assert!(idle.is_empty());
     }
 
-    /// Waits until every worker but `staying` has left: see
-    /// [`Engine::wait_for_workers`].
-    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>, staying: usize) -> bool {
-        self.engine.wait_for_workers(deadline, staying)
+    /// Waits until every worker has left: see [`Engine::wait_for_workers`].
+    pub(crate) fn wait_for_workers(&self, deadline: Option<Instant>) -> bool {
+        self.engine.wait_for_workers(deadline)
     }
 
     /// Worker threads alive now.

@@ -283,7 +283,7 @@ impl World {
         for fake in self.engine.sweep_parked(|_| false) {
             self.engine.free(fake.slot);
         }
-        assert!(self.engine.wait_for_workers(None, 0));
+        assert!(self.engine.wait_for_workers(None));
         assert_eq!(self.engine.load().threads.live, 0);
     }
 }

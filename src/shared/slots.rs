@@ -208,6 +208,11 @@ pub(crate) struct Slots<C = Box<Connection>> {
     idle: usize,
     /// Where the last search for an idle connection stopped.
     hand: usize,
+    /// Per slot, whether its connection is spared ([`Slots::spare`]).
+    spared: Vec<bool>,
+    /// Connections spared: open, but not counted against
+    /// `max_connections`.
+    spare: usize,
 }
 
 impl<C: Occupant> Slots<C> {
@@ -221,12 +226,35 @@ impl<C: Occupant> Slots<C> {
             parked: 0,
             idle: 0,
             hand: 0,
+            spared: Vec::new(),
+            spare: 0,
         }
     }
 
     /// Open connections.
     pub(crate) fn open(&self) -> usize {
         self.slots.len() - self.free.len()
+    }
+
+    /// Open connections that count against `max_connections`: all but
+    /// those spared.
+    pub(crate) fn counted(&self) -> usize {
+        self.open() - self.spare
+    }
+
+    /// Spares the connection in `slot`, closed to make room but lingering
+    /// over what its client may still send: until its slot is freed it no
+    /// longer counts against `max_connections`, so the new client it was
+    /// closed for is let in at once. False (nothing done) when `most` are
+    /// spared already.
+    pub(crate) fn spare(&mut self, slot: u32, most: usize) -> bool {
+        let spared = &mut self.spared[slot as usize];
+        if self.spare >= most || *spared {
+            return false;
+        }
+        *spared = true;
+        self.spare += 1;
+        true
     }
 
     pub(crate) fn parked(&self) -> usize {
@@ -245,6 +273,7 @@ impl<C: Occupant> Slots<C> {
             self.slots.push(Slot::Free);
             self.generations.push(0);
             self.timer_at.push(None);
+            self.spared.push(false);
             (self.slots.len() - 1) as u32
         });
         let i = slot as usize;
@@ -323,6 +352,9 @@ impl<C: Occupant> Slots<C> {
     pub(crate) fn free(&mut self, slot: u32) {
         self.slots[slot as usize] = Slot::Free;
         self.free.push(slot);
+        if std::mem::take(&mut self.spared[slot as usize]) {
+            self.spare -= 1;
+        }
     }
 
     /// Moves the deadlines added since the last call to `heap`.
@@ -543,5 +575,28 @@ mod tests {
         assert!(slots.park(next).is_none());
         assert!(slots.wake(token, false).is_none());
         assert_eq!(slots.parked(), 1);
+    }
+
+    /// Connections spared (closed for room, lingering) do not count
+    /// against `max_connections`, at most `most` at a time; a slot freed
+    /// counts no more either way.
+    #[test]
+    fn spared_connections_are_not_counted_and_are_bounded() {
+        let mut slots: Slots<Stand> = Slots::new();
+        let places: Vec<_> = (0..3).map(|_| slots.take()).collect();
+        assert_eq!((slots.open(), slots.counted()), (3, 3));
+        assert!(slots.spare(places[0].0, 2));
+        assert!(!slots.spare(places[0].0, 2), "spared twice");
+        assert!(slots.spare(places[1].0, 2));
+        assert!(!slots.spare(places[2].0, 2), "past the bound");
+        assert_eq!((slots.open(), slots.counted()), (3, 1));
+        slots.free(places[0].0);
+        assert_eq!((slots.open(), slots.counted()), (2, 1));
+        // The slot, taken again, is counted; and the bound has room again.
+        let again = slots.take();
+        assert_eq!(again.0, places[0].0);
+        assert_eq!((slots.open(), slots.counted()), (3, 2));
+        assert!(slots.spare(places[2].0, 2));
+        assert_eq!(slots.counted(), 1);
     }
 }
