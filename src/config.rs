@@ -24,10 +24,10 @@ pub const DEFAULT_WORKER_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// threads): handlers run on it.
 pub const DEFAULT_WORKER_STACK_SIZE: usize = 2 * 1024 * 1024;
 /// The least stack a worker thread is given: what the server's own code
-/// and helpers need on it at their deepest (reading a chunked body, a TLS
-/// handshake, `Request::json` of a body nested as deep as `serde_json`
-/// reads, which took more than 256 KiB on a debug build), with room to
-/// spare for a small handler. A smaller
+/// needs on it at its deepest (reading a chunked body, a TLS handshake),
+/// with room to spare for a small handler. `Request::json` needs no more:
+/// a nesting level that finds less than 256 KiB left goes on in a stack
+/// segment of its own (see the [guide](crate::guide)'s Security). A smaller
 /// [`Server::worker_stack_size`](crate::Server::worker_stack_size) is
 /// raised to it.
 pub const MIN_WORKER_STACK_SIZE: usize = 512 * 1024;

@@ -36,7 +36,10 @@ impl Request<'_> {
     /// - [`ErrorKind::BodyTooLarge`] (`413`) past the limit;
     /// - [`ErrorKind::BadRequest`] (`400`) for a body that is not JSON or
     ///   does not fit `T`: the message names the field (`` `items[2].qty`:
-    ///   invalid type: string "x", expected u32 at line 1 column 30``);
+    ///   invalid type: string "x", expected u32 at line 1 column 30``); and
+    ///   for one nested past 127 arrays and objects, whatever `T` is (a
+    ///   recursive `T` is read to that depth at any worker stack size: see
+    ///   the [guide](crate::guide)'s Security);
     /// - the other errors of [`Request::read_body`].
     pub fn json<T: DeserializeOwned>(&mut self) -> Result<T, Error> {
         self.json_within(usize::MAX)
@@ -58,9 +61,10 @@ impl Request<'_> {
 }
 
 /// Stack that must be left when a nested value starts: more than one level
-/// of any derived type takes (a level of a type with 128 string fields
-/// takes about 22 KiB in a release build, more in a debug one), so that a
-/// level never reaches the end of the stack between two looks.
+/// of a derived type takes (a level of a type with 128 string fields takes
+/// about 22 KiB in a release build, more in a debug one; one of 512 fits
+/// in a debug build, one of 1,024 does not), so that a level never reaches
+/// the end of the stack between two looks.
 const RED_ZONE: usize = 256 * 1024;
 /// The size of each stack segment added when less than [`RED_ZONE`] is
 /// left: about 100 such levels.
