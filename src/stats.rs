@@ -161,6 +161,7 @@ impl Held {
     }
 
     /// The bytes this share holds.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))] // Read by a TLS handshake.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -169,15 +170,23 @@ impl Held {
 /// A server-wide budget a connection draws on by itself, away from the
 /// [`Counters`] (a TLS stream holds one for its handshake).
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "tls"), allow(dead_code))] // Only TLS streams draw on one.
 pub(crate) struct Budget {
     total: Arc<AtomicU64>,
     cap: u64,
 }
 
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
 impl Budget {
     /// `bytes` of the budget, unless the total would pass its cap.
     pub(crate) fn take(&self, bytes: u64) -> Option<Held> {
         take(&self.total, bytes, self.cap)
+    }
+
+    /// The bytes taken from this budget now.
+    #[cfg(test)]
+    pub(crate) fn taken(&self) -> u64 {
+        self.total.load(Relaxed)
     }
 
     /// Grows `held` (taken from this budget) to `bytes`; false when the
@@ -276,6 +285,7 @@ impl Counters {
     }
 
     /// The budget for TLS handshakes and unfinished heads, capped at `cap`.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     pub(crate) fn pending_heads(&self, cap: u64) -> Budget {
         Budget { total: self.pending.clone(), cap }
     }

@@ -220,11 +220,13 @@ impl ConnState {
     }
 
     /// Bytes after the unparsed ones as they were received, handed to an
-    /// upgrade. A buffer grown for a body goes now, with its share of the
-    /// budget (an upgraded connection may last for hours): its bytes are
-    /// copied out.
+    /// upgrade. A buffer that holds a share of a budget (grown for a body,
+    /// or kept for a head that arrived slowly) goes now, with its share (an
+    /// upgraded connection may last for hours): its bytes are copied out.
     pub(crate) fn take_unparsed(&mut self) -> Cow<'_, [u8]> {
-        if self.share.take().is_some() {
+        let body_share = self.share.take().is_some();
+        let head_share = self.head_share.take().is_some();
+        if body_share || head_share {
             let early = self.buf.take_unparsed().to_vec();
             self.buf = ReadBuf::default();
             return Cow::Owned(early);

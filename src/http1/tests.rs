@@ -2658,3 +2658,33 @@ fn a_parked_head_past_the_budget_gets_503() {
     assert!(wire.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{wire}");
     assert!(wire.contains("\r\nRetry-After: 1\r\n") && wire.contains("\r\nConnection: close\r\n"), "{wire}");
 }
+
+/// An upgraded connection gives back the share its slowly sent head took:
+/// it may last for hours.
+#[test]
+fn an_upgrade_gives_back_the_share_its_parked_head_took() {
+    let during = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let budget = std::sync::Arc::new(std::sync::OnceLock::new());
+    let (seen, watched) = (during.clone(), budget.clone());
+    let handler = move |_: &mut Request<'_>| {
+        let (seen, watched) = (seen.clone(), watched.clone());
+        Response::upgrade(move |_| {
+            let budget: &crate::stats::Budget = watched.get().unwrap();
+            *seen.lock().unwrap() = Some(budget.taken());
+        })
+        .with_header("Upgrade", "ping")
+    };
+    let mut s = Served::new(&handler);
+    budget.set(s.counters.pending_heads(u64::MAX)).unwrap();
+    let pending = |s: &Served<'_>| s.counters.snapshot(0, 0, 0, Default::default(), 0).pending_head_bytes;
+    let mut head = b"GET / HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\nUpgrade: ping\r\nX-Pad: ".to_vec();
+    head.resize(12_000, b'p');
+    let mut io = Script::new(&[&head[..], b"\r\n\r\nPING"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert!(pending(&s) >= 12_000, "{}", pending(&s));
+    io.release();
+    s.serve(&mut io);
+    assert!(io.written.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+    assert_eq!(*during.lock().unwrap(), Some(0), "held while upgraded");
+}
