@@ -213,15 +213,21 @@ impl Server {
     /// an idle keep-alive connection is closed to make room for it, as
     /// nginx does: one idle for a while rather than one just answered (its
     /// write side first; a request found in its socket is served instead).
-    /// When that close lingers (a Unix socket always does), the client
-    /// waits for it, up to 2 s, under [`Overload::Reject`] too. With none
+    /// The closed connection lingers, reading and dropping what its client
+    /// still sends for up to 2 s, so that a request sent at that moment
+    /// meets the end of stream rather than a reset (see the
+    /// [guide](crate::guide)'s Clients and retries); up to 64 lingering at
+    /// once are not counted here (their descriptors are open beyond it),
+    /// and the new client is let in at once. Past 64, the new client waits
+    /// for such a close, up to 2 s, under [`Overload::Reject`] too. With none
     /// idle, the server stops accepting until one closes (or answers `503`,
     /// see [`Server::overload`]). A connection in the middle of a request,
     /// or one that has not sent its first, is never closed for room.
     /// [`Stats::reclaimed`](crate::Stats::reclaimed) counts those closed.
     /// Default: [`DEFAULT_MAX_CONNECTIONS`](crate::DEFAULT_MAX_CONNECTIONS).
     pub fn max_connections(mut self, n: usize) -> Server {
-        self.config.max_connections = n.clamp(1, crate::shared::slots::MAX_SLOTS);
+        // Connections lingering after a close for room take slots beyond it.
+        self.config.max_connections = n.clamp(1, crate::shared::slots::MAX_SLOTS - crate::shared::ROOM_LINGERS);
         self
     }
 
