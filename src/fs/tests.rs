@@ -566,6 +566,7 @@ fn a_name_with_a_byte_to_escape_has_one_spelling() {
 /// judged by the length it announced and given the gzipped answer's
 /// headers (`Content-Encoding: gzip`, a weak tag, no `Accept-Ranges`) for
 /// a `GET` that is sent as it is, with none of them.
+#[cfg(feature = "compression")]
 #[test]
 fn through_compress_a_head_for_a_file_on_disk_answers_as_its_get() {
     let (tmp, dir) = site();
