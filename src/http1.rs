@@ -17,6 +17,7 @@ mod phase;
 mod read_buf;
 mod respond;
 mod state;
+mod stream;
 
 pub(crate) use state::SLEPT_MEMORY;
 
@@ -369,6 +370,11 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         turn.requests += 1;
         match respond(conn, io, cx, head) {
             _ if conn.is_sending() => return pause(conn, cx, Next::Park),
+            _ if conn.is_streaming() => {
+                if let Some(next) = stream::turn(conn, io, cx) {
+                    return next;
+                }
+            }
             Then::KeepAlive => {}
             Then::Close => return close(conn, io, cx, true),
             Then::Linger => return close_lingering(conn, io, cx),
@@ -423,6 +429,7 @@ fn pick_up<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
     match conn.phase.kind() {
         Kind::Sending => resume_sending(conn, io, cx),
         Kind::Lingering { until } => Some(linger(conn, io, cx, until)),
+        Kind::Streaming => stream::turn(conn, io, cx),
         // The head deadline, and what a body being collected has earned.
         Kind::Head if is_past(conn.deadline(cx.config), Instant::now()) => {
             cx.counters.timeout();

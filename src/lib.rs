@@ -72,6 +72,8 @@ mod cookies;
 mod date;
 mod encode;
 mod error;
+pub mod events;
+mod feed;
 #[cfg(feature = "fs")]
 mod fs;
 #[doc(hidden)]

@@ -239,7 +239,7 @@ impl Monitor {
                     continue;
                 }
                 // Waiting for a request: one may have come after all.
-                Expiry::TimedOut if !conn.state.is_sending() => {
+                Expiry::TimedOut => {
                     if let IdleClose::Serve(conn) = self.shared.close_idle(conn, now, CloseWhy::TimedOut) {
                         let seat = conn.seat;
                         self.shared.requeue(conn);
@@ -247,7 +247,14 @@ impl Monitor {
                     }
                     continue;
                 }
-                Expiry::TimedOut => {}
+                // An event stream's keep-alive comment is due.
+                Expiry::Resume => {
+                    let seat = conn.seat;
+                    self.shared.requeue(conn);
+                    self.shared.nudge(seat);
+                    continue;
+                }
+                Expiry::Stalled => {}
                 // A lingering close that ran its time is no timeout of the client's.
                 Expiry::Done => {
                     self.shared.close(conn);

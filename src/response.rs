@@ -43,6 +43,9 @@ pub(crate) enum Payload {
     /// Bytes kept elsewhere (`ServeDir`'s small files), shared with every
     /// answer that sends them: never copied but into the output buffer.
     Shared(Arc<dyn SharedBody>),
+    /// Server-sent events, queued by their senders and written while the
+    /// connection parks between them (`http1::stream`).
+    Events(Arc<crate::feed::Feed>),
 }
 
 /// A body in memory that is kept beyond the answer, by a cache, and shared
@@ -105,7 +108,7 @@ impl Payload {
             Payload::Inline(short) => Some(short.as_slice()),
             Payload::Owned(b) => Some(b),
             Payload::Shared(shared) => Some(shared.bytes()),
-            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } => None,
+            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } | Payload::Events(_) => None,
         }
     }
 
@@ -149,6 +152,7 @@ impl fmt::Debug for Content {
         match &self.0 {
             Payload::Reader { len, .. } => write!(f, "Content(reader, length {len:?})"),
             Payload::Writer(_) => f.write_str("Content(writer)"),
+            Payload::Events(_) => f.write_str("Content(events)"),
             Payload::File { len, .. } => write!(f, "Content(file, {len} bytes)"),
             other => write!(f, "Content({} bytes)", other.in_memory().map_or(0, <[u8]>::len)),
         }

@@ -690,7 +690,7 @@ impl Server {
             ));
         }
         let seats = config.workers.min(cores);
-        let shared = Arc::new(Shared::new(config, listener, seats)?);
+        let shared = Shared::new(config, listener, seats)?.into_shared();
         let (pool, started) = Pool::start(&shared, handler, &cpus);
         let workers: Arc<dyn Workers> = pool;
         let monitor = Monitor::new(shared.clone(), workers.clone());

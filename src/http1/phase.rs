@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::stream::Streaming;
 use crate::config::Config;
 use crate::outbox::Unsent;
 
@@ -32,6 +33,11 @@ enum State {
     /// Closing after an answer while the client may still send: what it
     /// sends is read and discarded until then.
     Lingering { until: Instant },
+    /// An event stream under way: parked between events, watching for the
+    /// client's room to write while bytes are pending. Past the write
+    /// timeout (bytes pending) it closes; past the keep-alive interval
+    /// (none pending) a worker writes a comment.
+    Streaming(Box<Streaming>),
 }
 
 /// The phase as the connection loop sees it.
@@ -41,6 +47,7 @@ pub(crate) enum Kind {
     Head,
     Sending,
     Lingering { until: Instant },
+    Streaming,
 }
 
 /// What becomes of a connection after an answer.
@@ -75,8 +82,14 @@ impl Then {
 pub(crate) enum Expiry {
     /// A head was begun: answer `408`, then close lingering (a timeout).
     RequestTimeout,
-    /// Close without an answer (a timeout of the client's).
+    /// Waiting for a request: close without an answer (a timeout of the
+    /// client's), unless one came after all.
     TimedOut,
+    /// The client stopped taking an answer or a stream: close (a timeout of
+    /// the client's).
+    Stalled,
+    /// An event stream's keep-alive is due: a worker writes it.
+    Resume,
     /// Close without an answer; the lingering close simply ran its time.
     Done,
 }
@@ -137,6 +150,7 @@ impl Phase {
             State::Head { .. } => Kind::Head,
             State::Sending { .. } => Kind::Sending,
             State::Lingering { until } => Kind::Lingering { until: *until },
+            State::Streaming(_) => Kind::Streaming,
         }
     }
 
@@ -193,8 +207,29 @@ impl Phase {
         }
     }
 
-    /// The waiting answer is out, or failed: the connection waits for its
-    /// next request (or is closed by the caller).
+    /// An event stream begins.
+    pub(crate) fn stream(&mut self, stream: Streaming) {
+        self.0 = State::Streaming(Box::new(stream));
+    }
+
+    /// The event stream under way.
+    pub(crate) fn streaming(&mut self) -> Option<&mut Streaming> {
+        match &mut self.0 {
+            State::Streaming(stream) => Some(stream),
+            _ => None,
+        }
+    }
+
+    /// The event stream under way, to look at.
+    pub(crate) fn stream_ref(&self) -> Option<&Streaming> {
+        match &self.0 {
+            State::Streaming(stream) => Some(stream),
+            _ => None,
+        }
+    }
+
+    /// The waiting answer (or stream) is out, or failed: the connection
+    /// waits for its next request (or is closed by the caller).
     pub(crate) fn sent(&mut self) {
         self.0 = State::Waiting { since: None, first: false };
     }
@@ -225,6 +260,7 @@ impl Phase {
             State::Head { since } => after(*since, config.head_timeout.saturating_add(collected())),
             State::Sending { unsent, .. } => unsent.deadline(config.write_timeout, config.write_min_rate),
             State::Lingering { until } => Some(*until),
+            State::Streaming(stream) => stream.deadline(config.write_timeout),
         }
     }
 
@@ -243,7 +279,10 @@ impl Phase {
     pub(crate) fn expiry(&self) -> Expiry {
         match self.0 {
             State::Head { .. } => Expiry::RequestTimeout,
-            State::Waiting { .. } | State::Sending { .. } => Expiry::TimedOut,
+            State::Waiting { .. } => Expiry::TimedOut,
+            State::Sending { .. } => Expiry::Stalled,
+            State::Streaming(ref stream) if stream.is_blocked() => Expiry::Stalled,
+            State::Streaming(_) => Expiry::Resume,
             State::Lingering { .. } => Expiry::Done,
         }
     }
@@ -270,8 +309,9 @@ impl Phase {
             State::Lingering { until } => Dry::Wait { until: Some(until) },
             // At shutdown an answer is written waiting for the client (see
             // `outbox::Policy`); one held from before goes back to its worker
-            // to be finished.
-            State::Sending { .. } => Dry::Park,
+            // to be finished. A stream is ended by its worker
+            // (`stream::turn`).
+            State::Sending { .. } | State::Streaming(_) => Dry::Park,
         }
     }
 

@@ -6,16 +6,19 @@
 use std::borrow::Cow;
 use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::state::chunked_body_settled_in;
+use super::stream::Streaming;
 use super::{
     ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with, write_failed,
 };
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
 use crate::encode::{encode_head, error_response, plan};
+use crate::feed::{Closed, Feed};
 use crate::handler::Handler;
 use crate::io::{Transport, now, write_all_wait};
 use crate::net::Peer;
@@ -83,6 +86,10 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         false if !body_done || conn.has_unparsed() => Then::Linger,
         false => Then::Close,
     };
+    if let Payload::Events(feed) = &resp.body {
+        start_stream(conn, cx, Arc::clone(feed), framing, then);
+        return then;
+    }
     if let Err(e) = write_body(conn, io, cx, &mut resp.body, framing, then) {
         write_failed(cx, &e);
         return conn.cut_short(then);
@@ -432,6 +439,8 @@ fn write_body<T: Transport, H: ?Sized>(
         Payload::Reader { reader, .. } => {
             return streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
         }
+        // Started before (`start_stream`).
+        Payload::Events(_) => return Ok(()),
         Payload::Writer(write) => {
             return streamed(cx.counters, &cx.peer, || {
                 let mut writer = BodyWriter::new(io, out, framing, timeout);
@@ -445,6 +454,30 @@ fn write_body<T: Transport, H: ?Sized>(
         return Ok(());
     }
     send_with(conn, io, cx, body, file, then).map(drop)
+}
+
+/// Begins an event stream behind its head: the connection parks between
+/// events (see `http1::stream`). A response with no body (to a `HEAD`, or a
+/// status that has none) carries no events: its senders are told the
+/// client is gone.
+fn start_stream<H: ?Sized>(
+    conn: &mut ConnState,
+    cx: &mut Ctx<'_, H>,
+    feed: Arc<Feed>,
+    framing: ResponseFraming,
+    then: Then,
+) {
+    let chunked = match framing {
+        ResponseFraming::Chunked => true,
+        ResponseFraming::CloseDelimited => false,
+        ResponseFraming::None { .. } | ResponseFraming::Length(_) => {
+            feed.close(Closed::Gone);
+            return;
+        }
+    };
+    let stream = Streaming::new(feed, chunked, then, &cx.scratch.out, Instant::now());
+    cx.scratch.out.clear();
+    conn.phase.stream(stream);
 }
 
 /// Runs a body's own code (a reader's `read`, a stream's closure): a panic

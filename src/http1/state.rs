@@ -174,6 +174,26 @@ impl ConnState {
         self.phase.kind() == super::phase::Kind::Sending
     }
 
+    /// True while an event stream is under way.
+    pub(crate) fn is_streaming(&self) -> bool {
+        self.phase.kind() == super::phase::Kind::Streaming
+    }
+
+    /// True when the connection parks watching for room to write: an answer
+    /// or a stream's bytes wait for the client to take them.
+    pub(crate) fn waits_for_room(&self) -> bool {
+        match self.phase.kind() {
+            super::phase::Kind::Sending => true,
+            super::phase::Kind::Streaming => self.phase.stream_ref().is_some_and(|s| s.is_blocked()),
+            _ => false,
+        }
+    }
+
+    /// The feed of the event stream under way, if one is.
+    pub(crate) fn feed(&self) -> Option<&std::sync::Arc<crate::feed::Feed>> {
+        self.phase.stream_ref().map(|s| s.feed())
+    }
+
     /// True when no request has begun: the connection waits for one, and
     /// has received nothing since but empty lines.
     pub(crate) fn awaits_request(&self) -> bool {

@@ -359,6 +359,25 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
+    /// Something other than the socket has work for the connection with
+    /// `token` (an event for its stream): parked, it joins its seat's ready
+    /// list, and the seat is returned for its poller to be woken; held by a
+    /// worker, it is marked to be served again when it parks, as by a
+    /// readiness event. Nothing for a connection gone since (its slot free,
+    /// or of a later generation).
+    pub(crate) fn notify(&self, token: Token) -> Option<usize> {
+        let mut hub = self.lock();
+        let conn = hub.slots.wake(token, false)?;
+        let seat = conn.seat();
+        hub.board.push_ready(seat, conn);
+        if hub.crew.idle() > 0 {
+            // The seat's poller may be busy in a handler: an idle worker
+            // takes the connection from the ready list (`next` steals).
+            self.work.notify_one();
+        }
+        Some(seat)
+    }
+
     /// Finds a thread to take over `seat` while its worker is busy: an idle
     /// one is asked to adopt it, or (`HandOver::Spawn`, when the pool may
     /// `grow`) the caller must start one for it; `AtBound` when no thread

@@ -49,8 +49,8 @@ pub(crate) mod seats;
 pub(crate) mod slots;
 
 use std::io;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,7 @@ pub(crate) use seats::Seat;
 pub(crate) use slots::Connection;
 
 use crate::config::Config;
+use crate::feed::Notify;
 use crate::http1::{LINGER, Stop};
 use crate::net::Listener;
 use crate::stats::Counters;
@@ -128,6 +129,9 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Routes whose handlers were seen asleep lately.
     pub(crate) routes: routes::Routes,
+    /// This, as the event streams' senders reach it to wake their parked
+    /// connections ([`Notify`]); set once it is shared.
+    me: OnceLock<Weak<Shared>>,
 }
 
 impl Shared {
@@ -146,7 +150,16 @@ impl Shared {
             stacks_to_give_back: AtomicBool::new(false),
             routes: routes::Routes::new(),
             counters: Counters::default(),
+            me: OnceLock::new(),
         })
+    }
+
+    /// Shares the state: event streams may wake their connections through it.
+    pub(crate) fn into_shared(self) -> Arc<Shared> {
+        let shared = self;
+        let shared = Arc::new(shared);
+        let _ = shared.me.set(Arc::downgrade(&shared));
+        shared
     }
 
     pub(crate) fn is_stopping(&self) -> bool {
@@ -251,7 +264,7 @@ impl Shared {
         conn.deadline = conn.state.deadline(&self.config);
         // Only room to write matters while an answer is unsent: what the
         // client sends meanwhile waits until it is out.
-        let interest = if conn.state.is_sending() { Interest::WRITABLE } else { Interest::READABLE };
+        let interest = if conn.state.waits_for_room() { Interest::WRITABLE } else { Interest::READABLE };
         if conn.watching != Some(interest) {
             let registry = self.seats[conn.seat].registry();
             let token = conn.token();
@@ -265,6 +278,17 @@ impl Shared {
                 return None;
             }
             conn.watching = Some(interest);
+        }
+        // A stream parks armed: its next event wakes it (`notify`). One
+        // that came since the worker looked is written first.
+        if let Some(feed) = conn.state.feed() {
+            if let Some(me) = self.me.get() {
+                let me: Weak<dyn Notify> = me.clone();
+                feed.attach(me, conn.token().0);
+            }
+            if !conn.state.waits_for_room() && !feed.arm() {
+                return Some(conn);
+            }
         }
         let must_finish = conn.state.must_finish();
         match self.engine.park(conn, must_finish) {
@@ -410,6 +434,14 @@ impl Shared {
     pub(crate) fn snapshot(&self) -> crate::Stats {
         let load = self.engine.load();
         self.counters.snapshot(load.parked, load.idle, load.queued, load.threads, self.ticks())
+    }
+}
+
+impl Notify for Shared {
+    fn notify(&self, token: usize) {
+        if let Some(seat) = self.engine.notify(Token(token)) {
+            self.seats[seat].wake_for_work();
+        }
     }
 }
 

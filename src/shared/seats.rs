@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -42,6 +42,10 @@ pub(crate) struct Seat {
     /// What the monitor last found of that worker, with the seat stuck: its
     /// id, the tick, and whether it was asleep (see [`Finding`]).
     finding: AtomicU64,
+    /// The waker was set for work queued here ([`Seat::wake_for_work`])
+    /// and no poll has returned since: a broadcast to a thousand streams
+    /// of one seat wakes its poller once, not a thousand times.
+    woken: AtomicBool,
 }
 
 struct SeatPoll {
@@ -120,6 +124,7 @@ impl Seat {
             listener: Mutex::new(listener),
             worker: AtomicU32::new(0),
             finding: AtomicU64::new(0),
+            woken: AtomicBool::new(false),
         })
     }
 
@@ -158,6 +163,14 @@ impl Seat {
         &self.registry
     }
 
+    /// Wakes the thread waiting for readiness here for a connection just
+    /// queued in the seat's ready list, unless a wake is on its way already.
+    pub(crate) fn wake_for_work(&self) {
+        if !self.woken.swap(true, Ordering::AcqRel) {
+            self.wake();
+        }
+    }
+
     /// Wakes the thread waiting for readiness here.
     pub(crate) fn wake(&self) {
         if let Err(e) = self.waker.wake() {
@@ -171,7 +184,14 @@ impl Seat {
     pub(crate) fn poll(&self, timeout: Option<Duration>) -> io::Result<Polled<'_>> {
         let mut guard = self.poll.lock().unwrap_or_else(PoisonError::into_inner);
         let SeatPoll { poll, events } = &mut *guard;
-        match poll.poll(events, timeout) {
+        let polled = poll.poll(events, timeout);
+        // A wake for work set before this returned is spent: the caller
+        // looks at the ready list next. (One set meanwhile makes the next
+        // poll return at once: never lost, at worst one more.)
+        if self.woken.load(Ordering::Relaxed) {
+            self.woken.swap(false, Ordering::AcqRel);
+        }
+        match polled {
             Err(e) if e.kind() != io::ErrorKind::Interrupted => Err(e),
             _ => Ok(Polled(guard)),
         }

@@ -78,6 +78,7 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
     }
 
     /// True while an answer waits for the client to take it.
+    #[cfg(test)]
     pub(crate) fn is_sending(&self) -> bool {
         self.conn.is_sending()
     }
@@ -115,7 +116,10 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
                     return Ended { closed: true, awaits_request: false };
                 }
                 Next::Yield => {}
-                Next::Park if self.is_sending() => {
+                // An event stream with events queued since its last look
+                // would be woken by their sender as it parks.
+                Next::Park if self.conn.feed().is_some_and(|feed| !self.conn.waits_for_room() && !feed.arm()) => {}
+                Next::Park if self.conn.waits_for_room() => {
                     // The client reads on; what it sends meanwhile waits in
                     // the socket without waking the connection (watched for
                     // room only, however it was registered).

@@ -1,0 +1,237 @@
+//! The queue between an event stream's senders and its connection: the
+//! events not yet written, the senders still there, whether the stream was
+//! closed and why, and how a parked connection is woken when something
+//! comes (see [`crate::events`], which builds on it, and `http1::stream`,
+//! which writes it).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+/// Who is told when a parked stream has something to write: the server,
+/// which hands the connection to a worker.
+pub(crate) trait Notify: Send + Sync {
+    /// The connection whose readiness token is `token` has events queued.
+    fn notify(&self, token: usize);
+}
+
+/// Why a stream can take no more events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Closed {
+    /// The client went away, the request was a `HEAD` (no body to carry
+    /// events), or the connection failed.
+    Gone,
+    /// The client fell [`EventStream::queue_limit`] bytes behind: it was cut.
+    FellBehind,
+    /// The server is shutting down.
+    Shutdown,
+}
+
+impl fmt::Display for Closed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Closed::Gone => "the event stream's client went away",
+            Closed::FellBehind => "the event stream's client fell too far behind and was cut",
+            Closed::Shutdown => "the server is shutting down",
+        })
+    }
+}
+
+impl std::error::Error for Closed {}
+
+/// Queued bytes: an event of one stream, or one shared by a broadcast.
+pub(crate) enum Chunk {
+    Owned(Vec<u8>),
+    Shared(Arc<[u8]>),
+}
+
+impl Chunk {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Chunk::Owned(b) => b,
+            Chunk::Shared(b) => b,
+        }
+    }
+}
+
+/// What a stream's senders and its connection share.
+pub(crate) struct Feed {
+    state: Mutex<FeedState>,
+    limit: usize,
+    keep_alive: Option<Duration>,
+}
+
+struct FeedState {
+    queue: VecDeque<Chunk>,
+    queued: usize,
+    senders: usize,
+    closed: Option<Closed>,
+    /// The connection is parked with nothing to write: the next change is
+    /// to be told to `waker`.
+    armed: bool,
+    waker: Option<(Weak<dyn Notify>, usize)>,
+}
+
+impl FeedState {
+    /// The wake-up a change calls for: the connection's, once, if it is
+    /// parked waiting for one.
+    fn wake_up(&mut self) -> Option<(Weak<dyn Notify>, usize)> {
+        if !self.armed {
+            return None;
+        }
+        self.armed = false;
+        self.waker.clone()
+    }
+}
+
+pub(crate) fn notify(wake: Option<(Weak<dyn Notify>, usize)>) {
+    if let Some((server, token)) = wake {
+        if let Some(server) = server.upgrade() {
+            server.notify(token);
+        }
+    }
+}
+
+/// What the connection found in its feed.
+pub(crate) enum Taken {
+    /// Bytes were appended.
+    Some,
+    /// Nothing queued; senders remain.
+    Nothing,
+    /// Nothing more will come: every sender is gone.
+    Ended,
+    /// The stream was cut (the client fell behind).
+    Cut,
+}
+
+impl Feed {
+    pub(crate) fn new(limit: usize, keep_alive: Option<Duration>) -> Feed {
+        let state =
+            FeedState { queue: VecDeque::new(), queued: 0, senders: 1, closed: None, armed: false, waker: None };
+        Feed { state: Mutex::new(state), limit, keep_alive }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, FeedState> {
+        // Nothing panics while holding it; a poisoned feed is still whole.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `chunk`, and wakes the connection when it is parked waiting.
+    /// Fails once the stream takes no more; the chunk that puts the queue
+    /// past its limit (unless it is alone in it) cuts the stream.
+    pub(crate) fn push(&self, chunk: Chunk) -> Result<(), Closed> {
+        let wake = {
+            let mut state = self.lock();
+            if let Some(closed) = state.closed {
+                return Err(closed);
+            }
+            let len = chunk.bytes().len();
+            if state.queued > 0 && state.queued.saturating_add(len) > self.limit {
+                state.closed = Some(Closed::FellBehind);
+                state.queue = VecDeque::new();
+                state.queued = 0;
+                let wake = state.wake_up();
+                drop(state);
+                notify(wake);
+                return Err(Closed::FellBehind);
+            }
+            state.queue.push_back(chunk);
+            state.queued += len;
+            state.wake_up()
+        };
+        notify(wake);
+        Ok(())
+    }
+
+    /// Why the stream takes no more, once it does not.
+    pub(crate) fn closed(&self) -> Option<Closed> {
+        self.lock().closed
+    }
+
+    /// One more sender.
+    pub(crate) fn add_sender(&self) {
+        self.lock().senders += 1;
+    }
+
+    /// A sender is gone; the last one ends the stream (its connection is
+    /// woken to write the end).
+    pub(crate) fn drop_sender(&self) {
+        let wake = {
+            let mut state = self.lock();
+            state.senders -= 1;
+            if state.senders > 0 {
+                return;
+            }
+            state.wake_up()
+        };
+        notify(wake);
+    }
+
+    /// How long the stream may stay silent.
+    pub(crate) fn keep_alive(&self) -> Option<Duration> {
+        self.keep_alive
+    }
+
+    /// The connection that will write this stream: told through `server`
+    /// when it has something to write while parked.
+    pub(crate) fn attach(&self, server: Weak<dyn Notify>, token: usize) {
+        let mut state = self.lock();
+        if state.waker.as_ref().is_none_or(|(_, t)| *t != token) {
+            state.waker = Some((server, token));
+        }
+    }
+
+    /// Moves what is queued into `out`, framed as one chunk when `chunked`.
+    pub(crate) fn take(&self, out: &mut Vec<u8>, chunked: bool) -> Taken {
+        let mut state = self.lock();
+        if state.closed == Some(Closed::FellBehind) {
+            return Taken::Cut;
+        }
+        if state.queue.is_empty() {
+            return if state.senders == 0 { Taken::Ended } else { Taken::Nothing };
+        }
+        if chunked {
+            out.extend_from_slice(format!("{:x}\r\n", state.queued).as_bytes());
+        }
+        for chunk in state.queue.drain(..) {
+            out.extend_from_slice(chunk.bytes());
+        }
+        state.queued = 0;
+        if chunked {
+            out.extend_from_slice(b"\r\n");
+        }
+        Taken::Some
+    }
+
+    /// The connection parks with nothing to write: the next event (or the
+    /// last sender leaving, or a cut) is to wake it. False when one came
+    /// since it looked: it must look again instead.
+    pub(crate) fn arm(&self) -> bool {
+        let mut state = self.lock();
+        if !state.queue.is_empty() || state.senders == 0 || state.closed == Some(Closed::FellBehind) {
+            return false;
+        }
+        state.armed = true;
+        true
+    }
+
+    /// The connection is done with the stream (`why`): senders are told at
+    /// their next send, and what is queued is dropped.
+    pub(crate) fn close(&self, why: Closed) {
+        let mut state = self.lock();
+        state.closed.get_or_insert(why);
+        state.queue = VecDeque::new();
+        state.queued = 0;
+        state.armed = false;
+        state.waker = None;
+    }
+}
+
+impl fmt::Debug for Feed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Feed").field("queued", &state.queued).field("closed", &state.closed).finish()
+    }
+}
