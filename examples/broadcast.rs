@@ -9,6 +9,8 @@
 //! - `GET /` answers `ok` (plain text).
 //! - `GET /events` is a server-sent event stream: once a second every
 //!   subscriber receives `data: <unix time in milliseconds>`.
+//! - `GET /ws` is a WebSocket that echoes every text message and receives
+//!   the same time, as text, once a second.
 //! - `GET /page` is a page that subscribes to both, for a browser.
 //!
 //! Default settings, except `max_connections`: 10,000 subscribers need
@@ -20,6 +22,7 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use httpool::events::{Broadcast, Event};
+use httpool::websocket::{self, Message};
 use httpool::{Request, Response, Server};
 
 /// Connections this target accepts: subscribers and plain requests.
@@ -50,18 +53,34 @@ const PAGE: &str = r#"<!doctype html>
 /// The broadcast every subscriber receives.
 pub struct Target {
     events: Broadcast,
+    sockets: websocket::Broadcast,
 }
 
 impl Target {
     /// A target with no subscribers yet.
     pub fn new() -> Arc<Target> {
-        Arc::new(Target { events: Broadcast::new() })
+        Arc::new(Target { events: Broadcast::new(), sockets: websocket::Broadcast::new() })
     }
 
-    /// Sends the time to every subscriber; returns how many took it.
+    /// Sends the time to every subscriber, stream or socket; returns how
+    /// many took it.
     pub fn broadcast(&self) -> usize {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis();
-        self.events.send(&Event::data(now.to_string()))
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis().to_string();
+        self.events.send(&Event::data(now.as_str())) + self.sockets.send(&Message::text(now))
+    }
+
+    /// A WebSocket that echoes text and joins the broadcast.
+    fn socket(&self, req: &Request) -> Response {
+        let echo = |ws: &websocket::Sender, message| {
+            if let Message::Text(text) = message {
+                let _ = ws.send(Message::Text(text));
+            }
+        };
+        let (sender, resp) = websocket::accept(req, echo);
+        if let Some(sender) = sender {
+            self.sockets.add(sender);
+        }
+        resp
     }
 
     /// Answers one request.
@@ -69,6 +88,7 @@ impl Target {
         match (req.method(), req.path()) {
             ("GET", "/") => Response::text("ok"),
             ("GET", "/events") => self.events.subscribe(),
+            (_, "/ws") => self.socket(req),
             ("GET", "/page") => Response::html(PAGE),
             (_, "/" | "/events" | "/page") => Response::status(405).with_header("Allow", "GET"),
             _ => Response::status(404),
@@ -88,6 +108,6 @@ fn main() -> std::io::Result<()> {
         }
     });
     let server = Server::bind(&addr)?.max_connections(MAX_CONNECTIONS);
-    eprintln!("broadcast on http://{}/ (events: /events)", server.local_addr()?);
+    eprintln!("broadcast on http://{}/ (events: /events, WebSocket: /ws)", server.local_addr()?);
     server.serve(move |req: &mut Request| target.handle(req))
 }

@@ -134,7 +134,7 @@ fn sent(req: &Request<'_>, resp: Option<&Response>, drained: bool) -> (u16, Opti
     }
     // The crate answers a panic with its 500, after logging it.
     let Some(resp) = resp else { return crate_answer(500) };
-    if resp.upgrade.is_some() {
+    if resp.switches() {
         if let Some(refusal) = crate::upgrade::refusal(req, resp) {
             return crate_answer(refusal.status());
         }

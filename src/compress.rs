@@ -169,7 +169,7 @@ impl<H> Compress<H> {
         };
         let eligible = has_body
             && big_enough
-            && resp.upgrade.is_none()
+            && !resp.switches()
             && resp.invalid.is_none()
             && req.method() != "CONNECT"
             && resp.content_type.as_deref().is_some_and(is_compressible)

@@ -40,7 +40,7 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
     if let Some(why) = resp.invalid {
         return Err(why);
     }
-    if (resp.status == 101) != resp.upgrade.is_some() {
+    if (resp.status == 101) != resp.switches() {
         return Err("101 needs Response::upgrade, and an upgrade needs 101");
     }
     if resp.status < 200 && resp.status != 101 {
@@ -48,7 +48,7 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
         // next final response for this request's.
         return Err("a 1xx status other than 101 is not a final response");
     }
-    if matches!(resp.body, Payload::Events(_)) && resp.declared_length.is_some() && !is_head {
+    if matches!(resp.body, Payload::Events(..)) && resp.declared_length.is_some() && !is_head {
         return Err("an event stream has no length to declare");
     }
     let known = match &resp.body {
@@ -56,7 +56,7 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
             resp.body.in_memory().map(|b| b.len() as u64)
         }
         Payload::Reader { len, .. } => *len,
-        Payload::Writer(_) | Payload::Events(_) => None,
+        Payload::Writer(_) | Payload::Events(..) => None,
         Payload::File { len, .. } => Some(*len),
     };
     let len = match (known, resp.declared_length) {
@@ -161,7 +161,7 @@ pub(crate) fn encode_head(
     }
     // A keep-alive HTTP/1.1 answer has no `Connection` line: the blank
     // line that ends the head then comes with the length.
-    let no_connection_line = keep_alive && version == Version::Http11 && resp.upgrade.is_none();
+    let no_connection_line = keep_alive && version == Version::Http11 && !resp.switches();
     match framing {
         ResponseFraming::Length(n) | ResponseFraming::None { announce: Some(n) } => {
             push_content_length(out, n, no_connection_line);
@@ -173,7 +173,7 @@ pub(crate) fn encode_head(
         ResponseFraming::None { announce: None } | ResponseFraming::CloseDelimited => {}
     }
     match (keep_alive, version) {
-        _ if resp.upgrade.is_some() => out.extend_from_slice(b"Connection: upgrade\r\n"),
+        _ if resp.switches() => out.extend_from_slice(b"Connection: upgrade\r\n"),
         (false, _) => out.extend_from_slice(b"Connection: close\r\n"),
         (true, Version::Http10) => out.extend_from_slice(b"Connection: keep-alive\r\n"),
         (true, Version::Http11) => {}

@@ -237,7 +237,7 @@ impl EventStream {
     pub fn open(self) -> (EventSender, Response) {
         let feed = Arc::new(Feed::new(self.queue_limit, self.keep_alive));
         let resp = Response::status(200)
-            .with_body(Content(Payload::Events(Arc::clone(&feed))))
+            .with_body(Content(Payload::Events(Arc::clone(&feed), None)))
             .with_content_type("text/event-stream")
             .with_header("cache-control", "no-cache");
         (EventSender::new(feed), resp)
@@ -400,7 +400,7 @@ mod tests {
 
     fn attached(limit: usize) -> (EventSender, Arc<Feed>, Arc<Counted>) {
         let (sender, resp) = EventStream::new().queue_limit(limit).open();
-        let Payload::Events(feed) = resp.body else { panic!("not an event stream") };
+        let Payload::Events(feed, _) = resp.body else { panic!("not an event stream") };
         let told = Arc::new(Counted::default());
         let server: Arc<dyn Notify> = told.clone();
         feed.attach(Arc::downgrade(&server), 7);
@@ -460,11 +460,11 @@ mod tests {
         let first = news.subscribe();
         let second = news.subscribe();
         assert_eq!(news.send(&Event::data("hello")), 2);
-        let Payload::Events(feed) = &first.body else { panic!("not an event stream") };
+        let Payload::Events(feed, _) = &first.body else { panic!("not an event stream") };
         feed.close(Closed::Gone);
         assert_eq!(news.send(&Event::data("again")), 1);
         assert_eq!(news.subscribers(), 1);
-        let Payload::Events(feed) = &second.body else { panic!("not an event stream") };
+        let Payload::Events(feed, _) = &second.body else { panic!("not an event stream") };
         let mut out = Vec::new();
         assert!(matches!(feed.take(&mut out, false), Taken::Some));
         assert_eq!(out, b"data: hello\n\ndata: again\n\n");

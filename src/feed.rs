@@ -16,6 +16,26 @@ pub(crate) trait Notify: Send + Sync {
     fn notify(&self, token: usize);
 }
 
+/// The protocol a parked connection speaks after switching to it
+/// (WebSocket, in `crate::websocket`): what the connection loop
+/// (`http1::stream`) asks of it. Bytes its senders queue through the feed
+/// are whole frames, written between the session's own.
+pub(crate) trait Session: Send {
+    /// Handles `input` from the client (calling the application for each
+    /// message), appending what goes back to `out`. False once the session
+    /// is over (the close handshake done, or the client broke the
+    /// protocol): the connection closes once `out` is written.
+    fn input(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool;
+
+    /// The client has been silent for `silent`: appends a keep-alive to
+    /// `out` (a ping), or, silent too long, a close, returning false.
+    fn silent(&mut self, silent: Duration, out: &mut Vec<u8>) -> bool;
+
+    /// Ends the session from this side: a close with `code` and `reason`
+    /// to `out`.
+    fn close(&mut self, code: u16, reason: &str, out: &mut Vec<u8>);
+}
+
 /// Why a stream can take no more events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -72,6 +92,8 @@ struct FeedState {
     /// to be told to `waker`.
     armed: bool,
     waker: Option<(Weak<dyn Notify>, usize)>,
+    /// A sender asked the session to close, with this code and reason.
+    close_asked: Option<(u16, String)>,
 }
 
 impl FeedState {
@@ -104,12 +126,21 @@ pub(crate) enum Taken {
     Ended,
     /// The stream was cut (the client fell behind).
     Cut,
+    /// A sender asked the session to close (after what it queued before).
+    Close(u16, String),
 }
 
 impl Feed {
     pub(crate) fn new(limit: usize, keep_alive: Option<Duration>) -> Feed {
-        let state =
-            FeedState { queue: VecDeque::new(), queued: 0, senders: 1, closed: None, armed: false, waker: None };
+        let state = FeedState {
+            queue: VecDeque::new(),
+            queued: 0,
+            senders: 1,
+            closed: None,
+            armed: false,
+            waker: None,
+            close_asked: None,
+        };
         Feed { state: Mutex::new(state), limit, keep_alive }
     }
 
@@ -169,6 +200,22 @@ impl Feed {
         notify(wake);
     }
 
+    /// A sender asks the session to close with `code` and `reason`, once
+    /// what it queued is out; the connection is woken for it. Nothing once
+    /// the stream takes no more.
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))] // Only a WebSocket's sender asks.
+    pub(crate) fn ask_close(&self, code: u16, reason: String) {
+        let wake = {
+            let mut state = self.lock();
+            if state.closed.is_some() || state.close_asked.is_some() {
+                return;
+            }
+            state.close_asked = Some((code, reason));
+            state.wake_up()
+        };
+        notify(wake);
+    }
+
     /// How long the stream may stay silent.
     pub(crate) fn keep_alive(&self) -> Option<Duration> {
         self.keep_alive
@@ -190,6 +237,10 @@ impl Feed {
             return Taken::Cut;
         }
         if state.queue.is_empty() {
+            if let Some((code, reason)) = state.close_asked.take() {
+                state.closed.get_or_insert(Closed::Gone);
+                return Taken::Close(code, reason);
+            }
             return if state.senders == 0 { Taken::Ended } else { Taken::Nothing };
         }
         if chunked {
@@ -210,7 +261,11 @@ impl Feed {
     /// since it looked: it must look again instead.
     pub(crate) fn arm(&self) -> bool {
         let mut state = self.lock();
-        if !state.queue.is_empty() || state.senders == 0 || state.closed == Some(Closed::FellBehind) {
+        if !state.queue.is_empty()
+            || state.senders == 0
+            || state.closed == Some(Closed::FellBehind)
+            || state.close_asked.is_some()
+        {
             return false;
         }
         state.armed = true;

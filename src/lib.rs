@@ -114,6 +114,8 @@ pub mod tls;
 mod typed;
 mod upgrade;
 mod urlencoded;
+#[cfg(feature = "websocket")]
+pub mod websocket;
 
 #[cfg(feature = "log")]
 pub use access_log::{ACCESS_LOG_TARGET, AccessLog, LogFormat, access_log};

@@ -44,8 +44,9 @@ pub(crate) enum Payload {
     /// answer that sends them: never copied but into the output buffer.
     Shared(Arc<dyn SharedBody>),
     /// Server-sent events, queued by their senders and written while the
-    /// connection parks between them (`http1::stream`).
-    Events(Arc<crate::feed::Feed>),
+    /// connection parks between them (`http1::stream`); with a session,
+    /// the frames of the protocol a `101` switches to (WebSocket).
+    Events(Arc<crate::feed::Feed>, Option<Box<dyn crate::feed::Session>>),
 }
 
 /// A body in memory that is kept beyond the answer, by a cache, and shared
@@ -108,7 +109,7 @@ impl Payload {
             Payload::Inline(short) => Some(short.as_slice()),
             Payload::Owned(b) => Some(b),
             Payload::Shared(shared) => Some(shared.bytes()),
-            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } | Payload::Events(_) => None,
+            Payload::Reader { .. } | Payload::Writer(_) | Payload::File { .. } | Payload::Events(..) => None,
         }
     }
 
@@ -152,7 +153,8 @@ impl fmt::Debug for Content {
         match &self.0 {
             Payload::Reader { len, .. } => write!(f, "Content(reader, length {len:?})"),
             Payload::Writer(_) => f.write_str("Content(writer)"),
-            Payload::Events(_) => f.write_str("Content(events)"),
+            Payload::Events(_, None) => f.write_str("Content(events)"),
+            Payload::Events(_, Some(_)) => f.write_str("Content(session)"),
             Payload::File { len, .. } => write!(f, "Content(file, {len} bytes)"),
             other => write!(f, "Content({} bytes)", other.in_memory().map_or(0, <[u8]>::len)),
         }
@@ -232,6 +234,13 @@ pub struct Response {
 }
 
 impl Response {
+    /// True when the response switches protocols (a `101`): by a closure
+    /// on the worker ([`Response::upgrade`]), or a session that parks
+    /// (`crate::websocket`).
+    pub(crate) fn switches(&self) -> bool {
+        self.upgrade.is_some() || matches!(self.body, Payload::Events(_, Some(_)))
+    }
+
     /// True when dropping the response would free nothing: no heap memory,
     /// file or closure in it. (Every field is named, so that a new one
     /// cannot be missed here.)

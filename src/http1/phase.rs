@@ -281,7 +281,7 @@ impl Phase {
             State::Head { .. } => Expiry::RequestTimeout,
             State::Waiting { .. } => Expiry::TimedOut,
             State::Sending { .. } => Expiry::Stalled,
-            State::Streaming(ref stream) if stream.is_blocked() => Expiry::Stalled,
+            State::Streaming(ref stream) if stream.stalls() => Expiry::Stalled,
             State::Streaming(_) => Expiry::Resume,
             State::Lingering { .. } => Expiry::Done,
         }

@@ -18,7 +18,7 @@ use super::{
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
 use crate::encode::{encode_head, error_response, plan};
-use crate::feed::{Closed, Feed};
+use crate::feed::{Closed, Feed, Session};
 use crate::handler::Handler;
 use crate::io::{Transport, now, write_all_wait};
 use crate::net::Peer;
@@ -86,9 +86,11 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         false if !body_done || conn.has_unparsed() => Then::Linger,
         false => Then::Close,
     };
-    if let Payload::Events(feed) = &resp.body {
-        start_stream(conn, cx, Arc::clone(feed), framing, then);
-        return then;
+    if let Payload::Events(..) = &resp.body {
+        let Payload::Events(feed, session) = std::mem::replace(&mut resp.body, Payload::Static(b"")) else {
+            unreachable!("matched above")
+        };
+        return start_stream(conn, cx, feed, session, framing, then);
     }
     if let Err(e) = write_body(conn, io, cx, &mut resp.body, framing, then) {
         write_failed(cx, &e);
@@ -143,8 +145,8 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         slow => slow,
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);
-    let upgrading = match answer {
-        Some(resp) if resp.upgrade.is_some() => match crate::upgrade::refusal(&req, resp) {
+    let switching = match answer {
+        Some(resp) if resp.switches() => match crate::upgrade::refusal(&req, resp) {
             Some(refusal) => {
                 refuse_upgrade(resp, &cx.peer, refusal);
                 false
@@ -153,6 +155,9 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         },
         _ => false,
     };
+    // A switch whose connection holds its worker (a closure) takes a place
+    // among those; a session that parks takes none.
+    let upgrading = switching && answer.as_ref().is_some_and(|resp| resp.upgrade.is_some());
     // A quick call not expected to block tells the routes nothing: its
     // route is not marked (else it would have been expected to).
     if ran != Ran::Quick || expect_block != Slow::No {
@@ -185,7 +190,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         }
     }
     let mut body_error = end.error.map(BodyError::status);
-    if upgrading && !drained && body_error.is_none() {
+    if switching && !drained && body_error.is_none() {
         debug!("{}: upgrade refused: the request body could not be read first; answering 413", cx.peer);
         body_error = Some(Some(413));
     }
@@ -362,7 +367,7 @@ pub(super) fn keep_alive(
     // Bytes after a request that asked for an upgrade may already be the
     // other protocol; when the handler declines it, they must not be read
     // as HTTP (RFC 9110 §7.8).
-    let declined_upgrade = head.upgrade && resp.upgrade.is_none();
+    let declined_upgrade = head.upgrade && !resp.switches();
     requested && !resp.close && framing != ResponseFraming::CloseDelimited && body_done && !closing && !declined_upgrade
 }
 
@@ -440,7 +445,7 @@ fn write_body<T: Transport, H: ?Sized>(
             return streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
         }
         // Started before (`start_stream`).
-        Payload::Events(_) => return Ok(()),
+        Payload::Events(..) => return Ok(()),
         Payload::Writer(write) => {
             return streamed(cx.counters, &cx.peer, || {
                 let mut writer = BodyWriter::new(io, out, framing, timeout);
@@ -456,28 +461,32 @@ fn write_body<T: Transport, H: ?Sized>(
     send_with(conn, io, cx, body, file, then).map(drop)
 }
 
-/// Begins an event stream behind its head: the connection parks between
-/// events (see `http1::stream`). A response with no body (to a `HEAD`, or a
-/// status that has none) carries no events: its senders are told the
-/// client is gone.
+/// Begins an event stream, or a session after its `101`, behind its head:
+/// the connection parks between messages (see `http1::stream`). A stream
+/// with no body (the answer to a `HEAD`, or of a status that has none)
+/// carries no events: its senders are told the client is gone. A session
+/// ends with the connection.
 fn start_stream<H: ?Sized>(
     conn: &mut ConnState,
     cx: &mut Ctx<'_, H>,
     feed: Arc<Feed>,
+    session: Option<Box<dyn Session>>,
     framing: ResponseFraming,
     then: Then,
-) {
-    let chunked = match framing {
-        ResponseFraming::Chunked => true,
-        ResponseFraming::CloseDelimited => false,
+) -> Then {
+    let (chunked, then) = match framing {
+        _ if session.is_some() => (false, Then::Close),
+        ResponseFraming::Chunked => (true, then),
+        ResponseFraming::CloseDelimited => (false, then),
         ResponseFraming::None { .. } | ResponseFraming::Length(_) => {
             feed.close(Closed::Gone);
-            return;
+            return then;
         }
     };
-    let stream = Streaming::new(feed, chunked, then, &cx.scratch.out, Instant::now());
+    let stream = Streaming::new(feed, session, chunked, then, &cx.scratch.out, Instant::now());
     cx.scratch.out.clear();
     conn.phase.stream(stream);
+    then
 }
 
 /// Runs a body's own code (a reader's `read`, a stream's closure): a panic

@@ -224,6 +224,11 @@ impl ConnState {
         self.buf.unparsed()
     }
 
+    /// The unparsed bytes, and the stream under way (a session reads them).
+    pub(crate) fn stream_and_input(&mut self) -> (Option<&mut super::stream::Streaming>, &[u8]) {
+        (self.phase.streaming(), self.buf.unparsed())
+    }
+
     pub(crate) fn unparsed_mut(&mut self) -> &mut [u8] {
         self.buf.unparsed_mut()
     }

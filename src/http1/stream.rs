@@ -1,19 +1,23 @@
-//! A server-sent event stream on its connection: the events its senders
-//! queue ([`Feed`]) are written when they come, as far as the client takes
-//! them, and between them the connection parks like an idle one, holding no
-//! worker. A sender wakes it through the server (see `feed::Notify`); the
-//! monitor hands it to a worker when a keep-alive comment is due, or cuts
-//! it when the client stops taking bytes.
+//! A connection that parks between messages: a server-sent event stream, or
+//! a session after a `101` (WebSocket). What its senders queue ([`Feed`])
+//! is written when it comes, as far as the client takes it, and between
+//! messages the connection parks like an idle one, holding no worker. A
+//! sender wakes it through the server (see `feed::Notify`); the monitor
+//! hands it to a worker when a keep-alive is due, or cuts it when the
+//! client stops taking bytes. A session also reads: what the client sends
+//! wakes the connection as a request would, and the session calls the
+//! application for each message, on the worker.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, Next, Then, close, close_lingering, pause, write_failed};
-use crate::feed::{Closed, Feed, Taken};
+use super::{ConnState, Ctx, LINGER, Next, TURN_BYTES, Then, close, close_lingering, pause, write_failed};
+use crate::feed::{Closed, Feed, Session, Taken};
 use crate::io::{Ready, Transport, now};
 use crate::stats::Held;
 
-/// The keep-alive comment, as a chunk and bare.
+/// The keep-alive comment of an event stream, as a chunk and bare.
 const BEAT_CHUNKED: &[u8] = b"3\r\n:\n\n\r\n";
 const BEAT: &[u8] = b":\n\n";
 
@@ -23,43 +27,76 @@ const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 /// A written-out buffer keeps at most this much capacity while parked.
 const KEPT_CAPACITY: usize = 256;
 
-/// An event stream under way on its connection.
-#[derive(Debug)]
+/// The close code a session ends with at shutdown (RFC 6455 §7.4.1:
+/// going away).
+const GOING_AWAY: u16 = 1001;
+
+/// A stream or session under way on its connection.
 pub(crate) struct Streaming {
     feed: Arc<Feed>,
+    /// The protocol switched to; `None`: server-sent events.
+    session: Option<Box<dyn Session>>,
     /// The body is chunked (HTTP/1.1); else it is delimited by the close.
     chunked: bool,
     /// What becomes of the connection once the stream has ended whole.
     then: Then,
     /// Bytes for the client, written from `at`: the response head first,
-    /// then events taken from the feed (taken only once these are out, so
-    /// this holds at most the feed's limit and a chunk's framing).
+    /// then what is taken from the feed (taken only once these are out, so
+    /// this holds at most the feed's limit and a chunk's framing) and what
+    /// the session answers.
     pending: Vec<u8>,
     at: usize,
     /// When the client last took bytes (or the stream began): the write
     /// timeout runs from it while bytes are pending.
     since: Instant,
-    /// When bytes were last queued: a keep-alive comment is due after the
-    /// feed's keep-alive interval of silence.
-    queued_at: Instant,
+    /// A keep-alive is due this long after this: the last bytes queued (a
+    /// stream), or the last heard from the client or sent to it as a ping
+    /// (a session).
+    beat_from: Instant,
+    /// When the client last sent bytes (a session).
+    heard_at: Instant,
+    /// A session closed from this side at this time: the client's close
+    /// is awaited until [`LINGER`] after it.
+    closing: Option<Instant>,
     /// The end is in `pending`: once it is out, the stream is over.
     ended: bool,
     /// Pending bytes of a parked stream, counted against `max_unsent_bytes`.
     held: Option<Held>,
 }
 
+impl fmt::Debug for Streaming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Streaming")
+            .field("feed", &self.feed)
+            .field("session", &self.session.is_some())
+            .field("pending", &(self.pending.len() - self.at))
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Streaming {
     /// A stream starting with `head` (the response's head, after any
     /// answers queued before it).
-    pub(crate) fn new(feed: Arc<Feed>, chunked: bool, then: Then, head: &[u8], now: Instant) -> Streaming {
+    pub(crate) fn new(
+        feed: Arc<Feed>,
+        session: Option<Box<dyn Session>>,
+        chunked: bool,
+        then: Then,
+        head: &[u8],
+        now: Instant,
+    ) -> Streaming {
         Streaming {
             feed,
+            session,
             chunked,
             then,
             pending: head.to_vec(),
             at: 0,
             since: now,
-            queued_at: now,
+            beat_from: now,
+            heard_at: now,
+            closing: None,
             ended: false,
             held: None,
         }
@@ -76,13 +113,24 @@ impl Streaming {
         self.at < self.pending.len()
     }
 
-    /// When the park ends: the write timeout while bytes are pending, else
-    /// when a keep-alive comment is due (`None`: never).
+    /// When the park ends: the write timeout while bytes are pending, the
+    /// end of the wait for the client's close after the server's, else when
+    /// a keep-alive is due (`None`: never).
     pub(crate) fn deadline(&self, write_timeout: Duration) -> Option<Instant> {
         if self.is_blocked() {
             return self.since.checked_add(write_timeout);
         }
-        self.queued_at.checked_add(self.feed.keep_alive()?)
+        if let Some(closing) = self.closing {
+            return Some(closing + LINGER);
+        }
+        self.beat_from.checked_add(self.feed.keep_alive()?)
+    }
+
+    /// True when the deadline ends the connection rather than calls for a
+    /// keep-alive: bytes pending (the client stopped taking them), or a
+    /// close not answered.
+    pub(crate) fn stalls(&self) -> bool {
+        self.is_blocked() || self.closing.is_some()
     }
 
     /// Writes what the client takes now: `Ok(true)` once everything
@@ -110,13 +158,19 @@ impl Streaming {
         Ok(true)
     }
 
-    /// Queues the end of the stream; `why` tells senders still there.
+    /// Queues the end: an event stream's last chunk, a session's close
+    /// (`why` gone: the close was the client's, or the session's own).
     fn end(&mut self, why: Option<Closed>) {
         if let Some(why) = why {
             self.feed.close(why);
         }
-        if self.chunked {
-            self.pending.extend_from_slice(LAST_CHUNK);
+        match &mut self.session {
+            Some(session) if why == Some(Closed::Shutdown) => {
+                session.close(GOING_AWAY, "the server is shutting down", &mut self.pending);
+            }
+            Some(_) => {}
+            None if self.chunked => self.pending.extend_from_slice(LAST_CHUNK),
+            None => {}
         }
         self.ended = true;
     }
@@ -133,33 +187,35 @@ impl Drop for Streaming {
 enum Step {
     /// Look again: more was queued or written.
     Again,
-    /// Nothing to do until the client takes bytes or an event comes.
+    /// Nothing to do until the client takes bytes, sends some, or a message
+    /// comes.
     Park,
+    /// The client sent its share of a turn: the others of its seat go first.
+    Yield,
     /// At shutdown, the client has not taken everything: wait for room.
     WaitForRoom,
     /// The stream is over, as planned: the connection goes on as `then`.
     Over(Then),
-    /// The connection closes at once (no lingering: nothing is expected
-    /// from the client, or it went away).
+    /// The connection closes at once (nothing is expected from the client,
+    /// or it went away, or failed to take or answer in time).
     Cut,
 }
 
-/// Goes on with the event stream of `conn`: writes what is queued, takes
-/// more, writes a keep-alive comment when one is due, notices a client that
-/// went away. `None` when the stream is over and the connection goes on to
+/// Goes on with the stream or session of `conn`: writes what is queued,
+/// takes more, reads what the client sent, writes a keep-alive when one is
+/// due. `None` when an event stream is over and the connection goes on to
 /// its next request; else what becomes of it.
 pub(super) fn turn<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Next> {
+    let mut read = 0;
     loop {
-        let step = look(conn, io, cx);
-        match step {
+        match look(conn, io, cx, &mut read) {
             Step::Again => {}
             Step::Park => return Some(pause(conn, cx, Next::Park)),
+            Step::Yield => return Some(pause(conn, cx, Next::Yield)),
             Step::WaitForRoom => {
                 if let Err(e) = io.wait(Ready::Writable, cx.config.write_timeout) {
                     write_failed(cx, &e);
-                    conn.phase.sent();
-                    conn.cut_short(Then::Close);
-                    return Some(close(conn, io, cx, false));
+                    return Some(cut(conn, io, cx));
                 }
             }
             Step::Over(then) => {
@@ -171,16 +227,18 @@ pub(super) fn turn<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
                     Then::Abort => Some(close(conn, io, cx, false)),
                 };
             }
-            Step::Cut => {
-                conn.phase.sent();
-                conn.cut_short(Then::Close);
-                return Some(close(conn, io, cx, false));
-            }
+            Step::Cut => return Some(cut(conn, io, cx)),
         }
     }
 }
 
-fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Step {
+fn cut<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Next {
+    conn.phase.sent();
+    conn.cut_short(Then::Close);
+    close(conn, io, cx, false)
+}
+
+fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, read: &mut usize) -> Step {
     let stopping = cx.is_stopping();
     let Some(stream) = conn.phase.streaming() else { return Step::Over(Then::KeepAlive) };
     if stopping && !stream.ended {
@@ -205,7 +263,7 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
                 match cx.counters.hold(len, cx.config.max_unsent_bytes) {
                     Some(held) => stream.held = Some(held),
                     None => {
-                        debug!("{}: event stream cut: max_unsent_bytes is held for slow clients", cx.peer);
+                        debug!("{}: stream cut: max_unsent_bytes is held for slow clients", cx.peer);
                         stream.feed.close(Closed::FellBehind);
                         return Step::Cut;
                     }
@@ -221,7 +279,9 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
     let now = Instant::now();
     match stream.feed.take(&mut stream.pending, stream.chunked) {
         Taken::Some => {
-            stream.queued_at = now;
+            if stream.session.is_none() {
+                stream.beat_from = now;
+            }
             return Step::Again;
         }
         Taken::Ended => {
@@ -229,14 +289,24 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
             return Step::Again;
         }
         Taken::Cut => {
-            debug!("{}: event stream cut: the client fell behind", cx.peer);
+            debug!("{}: stream cut: the client fell behind", cx.peer);
             return Step::Cut;
+        }
+        Taken::Close(code, reason) => {
+            if let Some(session) = &mut stream.session {
+                session.close(code, &reason, &mut stream.pending);
+                stream.closing = Some(now);
+            }
+            return Step::Again;
         }
         Taken::Nothing => {}
     }
+    if stream.session.is_some() {
+        return session_input(conn, io, cx, read, now);
+    }
     if stream.deadline(cx.config.write_timeout).is_some_and(|due| due <= now) {
         stream.pending.extend_from_slice(if stream.chunked { BEAT_CHUNKED } else { BEAT });
-        stream.queued_at = now;
+        stream.beat_from = now;
         return Step::Again;
     }
     if !client_still_there(conn, io, cx) {
@@ -246,10 +316,69 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
     Step::Park
 }
 
-/// Reads what the client sent while its stream runs — nothing, usually; a
-/// request pipelined behind the stream's is kept, to be served once the
-/// stream ends, as far as the read buffer holds it. False when the client
-/// closed its side or the socket failed.
+/// A session reads what the client sent (bytes that came behind the
+/// `101`'s request first) and answers it; with nothing more, it pings a
+/// silent client or gives up on one silent too long, or on a close not
+/// answered in time.
+fn session_input<T: Transport, H: ?Sized>(
+    conn: &mut ConnState,
+    io: &mut T,
+    cx: &mut Ctx<'_, H>,
+    read: &mut usize,
+    now: Instant,
+) -> Step {
+    if !conn.has_unparsed() {
+        if *read >= TURN_BYTES {
+            return Step::Yield;
+        }
+        let space = conn.read_space(cx.config.read_buffer_size());
+        match crate::io::now(|| io.read(space)) {
+            Ok(Some(0)) | Err(_) => {
+                debug!("{}: session ended by the client", cx.peer);
+                return Step::Cut;
+            }
+            Ok(Some(n)) => {
+                conn.filled(n);
+                *read += n;
+            }
+            Ok(None) => {}
+        }
+    }
+    let (Some(stream), input) = conn.stream_and_input() else { return Step::Over(Then::Close) };
+    if !input.is_empty() {
+        stream.heard_at = now;
+        stream.beat_from = now;
+        let session = stream.session.as_mut().expect("a session reads");
+        if !session.input(input, &mut stream.pending) {
+            stream.end(None);
+        }
+        conn.discard_unparsed();
+        return Step::Again;
+    }
+    if let Some(closing) = stream.closing {
+        if now >= closing + LINGER {
+            debug!("{}: session closed: the client did not answer the close", cx.peer);
+            return Step::Cut;
+        }
+        return Step::Park;
+    }
+    if stream.deadline(cx.config.write_timeout).is_some_and(|due| due <= now) {
+        let silent = now.saturating_duration_since(stream.heard_at);
+        stream.beat_from = now;
+        let session = stream.session.as_mut().expect("a session reads");
+        if !session.silent(silent, &mut stream.pending) {
+            debug!("{}: session closed: the client was silent too long", cx.peer);
+            stream.end(None);
+        }
+        return Step::Again;
+    }
+    Step::Park
+}
+
+/// Reads what the client sent while its event stream runs — nothing,
+/// usually; a request pipelined behind the stream's is kept, to be served
+/// once the stream ends, as far as the read buffer holds it. False when the
+/// client closed its side or the socket failed.
 fn client_still_there<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> bool {
     let size = cx.config.read_buffer_size();
     loop {
