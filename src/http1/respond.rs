@@ -11,11 +11,12 @@ use std::time::Instant;
 
 use super::state::chunked_body_settled_in;
 use super::{
-    ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with, write_failed,
+    BUSY_RETRY_AFTER, ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with,
+    write_failed,
 };
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
-use crate::encode::{encode_head, error_response, plan};
+use crate::encode::{encode_head, error_response, overloaded_response, plan};
 use crate::handler::Handler;
 use crate::io::{Transport, now, write_all_wait};
 use crate::net::Peer;
@@ -57,24 +58,31 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let resp = match body_error {
         // No answer can reach the client: none is counted.
         Some(None) => return Then::Abort,
+        // Every place for a worker waiting on a body, or for an upgrade,
+        // taken: as for a stream refused.
+        Some(Some(503)) => answer.insert(busy_response()),
         Some(Some(code)) => answer.insert(error_response(code)),
         // `call` always leaves an answer (a panic's is a `500`).
         None => answer.get_or_insert_with(|| error_response(500)),
     };
     cx.counters.requests(cx.scratch.stripe, 1);
-    let framing = checked(resp, &head, is_head, is_connect, &cx.peer);
+    let mut framing = checked(resp, &head, is_head, is_connect, &cx.peer);
+    // An upgrade not made (the body before it not read, the handler's
+    // `101` refused) gives back the place reading its body took, before
+    // its answer and lingering close: held to the end of the turn, it
+    // would turn other upgrades and streams away meanwhile.
+    if head.upgrade && resp.upgrade.is_none() {
+        io.end_streaming();
+    }
+    let streams = holds_worker(&resp.body, framing);
+    if streams && !io.begin_streaming() {
+        framing = refuse_streaming(resp, &head, is_head, cx);
+    }
     let keep_alive = keep_alive(&head, resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
     encode_head(resp, framing, keep_alive, head.version, &date, Some(&mut cx.scratch.head_start), &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
         return upgrade(conn, io, cx, on_upgrade);
-    }
-    // An upgrade not made (the body before it not read, the handler's
-    // `101` refused) gives back the place reading its body took, before
-    // its answer and lingering close: held to the end of the turn, it
-    // would turn other upgrades away meanwhile.
-    if head.upgrade {
-        io.end_upgrade();
     }
     let then = match keep_alive {
         true => Then::KeepAlive,
@@ -83,7 +91,12 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         false if !body_done || conn.has_unparsed() => Then::Linger,
         false => Then::Close,
     };
-    if let Err(e) = write_body(conn, io, cx, &mut resp.body, framing, then) {
+    let written = write_body(conn, io, cx, &mut resp.body, framing, then);
+    // The body's code has run: what it left is sent as any answer's rest.
+    if streams {
+        io.end_streaming();
+    }
+    if let Err(e) = written {
         write_failed(cx, &e);
         return conn.cut_short(then);
     }
@@ -167,9 +180,10 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
             BodyError::Busy => cx.counters.rejected(),
             BodyError::UpgradesFull => {
                 warn!(
-                    "{}: upgrade refused: {} upgraded connections are open; answering 503",
+                    "{}: upgrade refused: {} workers stream bodies or run upgrades (max_streaming_workers); \
+                     answering 503",
                     cx.peer,
-                    cx.config.upgrades()
+                    cx.config.streaming_workers()
                 );
                 cx.counters.rejected();
             }
@@ -236,6 +250,37 @@ pub(super) fn checked(
     framing
 }
 
+/// True when `body` is written on the worker for as long as it lasts (a
+/// stream's closure, a reader), so that it takes a place among the
+/// server's streaming workers (`Server::max_streaming_workers`). Bodies in
+/// memory and files go out as far as the client takes them now and park
+/// with the rest; an answer with no body to write never runs its code.
+#[inline(always)]
+fn holds_worker(body: &Payload, framing: ResponseFraming) -> bool {
+    matches!(body, Payload::Writer(_) | Payload::Reader { .. }) && !matches!(framing, ResponseFraming::None { .. })
+}
+
+/// Replaces an answer whose body would hold a worker, while every place
+/// for one is taken, with a `503` that closes the connection; its closure
+/// or reader is dropped unrun. Returns the `503`'s framing.
+#[cold]
+fn refuse_streaming<H: ?Sized>(resp: &mut Response, head: &Head, is_head: bool, cx: &Ctx<'_, H>) -> ResponseFraming {
+    warn!(
+        "{}: streamed body refused: {} workers stream bodies or run upgrades (max_streaming_workers); answering 503",
+        cx.peer,
+        cx.config.streaming_workers()
+    );
+    cx.counters.rejected();
+    *resp = busy_response();
+    checked(resp, head, is_head, false, &cx.peer)
+}
+
+/// `503` with `Retry-After` and a close: the answer when every place of a
+/// server-wide bound on workers is taken.
+fn busy_response() -> Response {
+    overloaded_response(BUSY_RETRY_AFTER)
+}
+
 /// Sends the `101` and hands the connection, with the bytes already received
 /// after the request, to the handler's closure, then gives back the place
 /// among the server's upgraded connections that reading the body took
@@ -250,7 +295,7 @@ fn upgrade<T: Transport, H: ?Sized>(
     let flushed = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = flushed {
-        io.end_upgrade();
+        io.end_streaming();
         write_failed(cx, &e);
         return conn.cut_short(Then::Close);
     }
@@ -263,7 +308,7 @@ fn upgrade<T: Transport, H: ?Sized>(
         error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();
     }
-    io.end_upgrade();
+    io.end_streaming();
     Then::Close
 }
 
