@@ -74,8 +74,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     if head.upgrade && resp.upgrade.is_none() {
         io.end_streaming();
     }
-    let streams = holds_worker(&resp.body, framing);
-    if streams && !io.begin_streaming() {
+    if holds_worker(&resp.body, framing) && !io.begin_streaming() {
         framing = refuse_streaming(resp, &head, is_head, cx);
     }
     let keep_alive = keep_alive(&head, resp, framing, body_done, body_done && closing(conn, io, cx));
@@ -91,12 +90,7 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         false if !body_done || conn.has_unparsed() => Then::Linger,
         false => Then::Close,
     };
-    let written = write_body(conn, io, cx, &mut resp.body, framing, then);
-    // The body's code has run: what it left is sent as any answer's rest.
-    if streams {
-        io.end_streaming();
-    }
-    if let Err(e) = written {
+    if let Err(e) = write_body(conn, io, cx, &mut resp.body, framing, then) {
         write_failed(cx, &e);
         return conn.cut_short(then);
     }
@@ -264,6 +258,7 @@ fn holds_worker(body: &Payload, framing: ResponseFraming) -> bool {
 /// for one is taken, with a `503` that closes the connection; its closure
 /// or reader is dropped unrun. Returns the `503`'s framing.
 #[cold]
+#[inline(never)]
 fn refuse_streaming<H: ?Sized>(resp: &mut Response, head: &Head, is_head: bool, cx: &Ctx<'_, H>) -> ResponseFraming {
     warn!(
         "{}: streamed body refused: {} workers stream bodies or run upgrades (max_streaming_workers); answering 503",
@@ -277,6 +272,8 @@ fn refuse_streaming<H: ?Sized>(resp: &mut Response, head: &Head, is_head: bool, 
 
 /// `503` with `Retry-After` and a close: the answer when every place of a
 /// server-wide bound on workers is taken.
+#[cold]
+#[inline(never)]
 fn busy_response() -> Response {
     overloaded_response(BUSY_RETRY_AFTER)
 }
@@ -474,15 +471,23 @@ fn write_body<T: Transport, H: ?Sized>(
         }
         Payload::Shared(shared) => (Cow::Owned(shared.bytes().to_vec()), None),
         Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
+        // Each gives back its place among the streaming workers (taken in
+        // `respond`) once its code has run: what it left is sent as any
+        // answer's rest.
         Payload::Reader { reader, .. } => {
-            return streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
+            let written =
+                streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
+            io.end_streaming();
+            return written;
         }
         Payload::Writer(write) => {
-            return streamed(cx.counters, &cx.peer, || {
+            let written = streamed(cx.counters, &cx.peer, || {
                 let mut writer = BodyWriter::new(io, out, framing, timeout);
                 write(&mut writer)?;
                 writer.finish()
             });
+            io.end_streaming();
+            return written;
         }
     };
     if file.is_none() && body.len() <= INLINE_BODY {
