@@ -60,8 +60,9 @@ pub(crate) enum BodyError {
     /// As many workers as allowed wait on request bodies already
     /// (`Server::max_body_waits`): 503.
     Busy,
-    /// The handler answered with an upgrade while as many upgraded
-    /// connections as allowed are open (`Server::max_upgrades`): 503.
+    /// The handler answered with an upgrade while as many workers as
+    /// allowed stream bodies or run upgrades (`Server::max_streaming_workers`):
+    /// 503.
     UpgradesFull,
     /// The client closed or the socket failed: no response is possible.
     Io,
@@ -654,7 +655,7 @@ impl<'a> Body<'a> {
     /// again for it (see [`Body::settle_rest`]).
     ///
     /// Before an upgrade it first takes a place for the upgraded
-    /// connection ([`Transport::begin_upgrade`]); with none left the
+    /// connection ([`Transport::begin_streaming`]); with none left the
     /// switch is off, the body is read as after any answer, and the answer
     /// is a `503` ([`BodyError::UpgradesFull`]).
     #[inline]
@@ -679,7 +680,7 @@ impl<'a> Body<'a> {
         let before = self.settled;
         let done = match before {
             Some(before) if before.upgrading => {
-                self.io.end_upgrade();
+                self.io.end_streaming();
                 if self.forgivable || self.error == Some(BodyError::UpgradesFull) {
                     self.error = None;
                 }
@@ -687,7 +688,7 @@ impl<'a> Body<'a> {
             }
             _ => {
                 let max = self.bounds.max_drain;
-                let placed = upgrading && self.io.begin_upgrade();
+                let placed = upgrading && self.io.begin_streaming();
                 let done = match before {
                     _ if placed => self.drain_before_upgrade(max),
                     Some(before) => before.done,

@@ -144,8 +144,9 @@ pub(crate) struct Config {
     /// Most workers waiting on body bytes at once; `None`: half of
     /// `max_workers`.
     pub(crate) max_body_waits: Option<usize>,
-    /// Most upgraded connections at once; `None`: half of `max_workers`.
-    pub(crate) max_upgrades: Option<usize>,
+    /// Most workers writing bodies that hold them or running upgrades at
+    /// once; `None`: half of `max_workers`.
+    pub(crate) max_streaming_workers: Option<usize>,
     pub(crate) write_timeout: Duration,
     pub(crate) upgrade_idle_timeout: Duration,
     pub(crate) write_min_rate: u64,
@@ -187,7 +188,7 @@ impl Default for Config {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             body_min_rate: DEFAULT_BODY_MIN_RATE,
             max_body_waits: None,
-            max_upgrades: None,
+            max_streaming_workers: None,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             upgrade_idle_timeout: DEFAULT_UPGRADE_IDLE_TIMEOUT,
             write_min_rate: DEFAULT_WRITE_MIN_RATE,
@@ -251,10 +252,11 @@ impl Config {
         self.max_body_waits.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
     }
 
-    /// Most upgraded connections at once, each holding a worker
-    /// (`Server::max_upgrades`): by default half of the most threads.
-    pub(crate) fn upgrades(&self) -> usize {
-        self.max_upgrades.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
+    /// Most workers at once held by a body they write (a stream, a reader)
+    /// or by an upgraded connection (`Server::max_streaming_workers`): by
+    /// default half of the most threads.
+    pub(crate) fn streaming_workers(&self) -> usize {
+        self.max_streaming_workers.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
     }
 
     /// Size of a connection's read buffer while a worker serves it.

@@ -28,9 +28,16 @@ pub(crate) fn encode_error(status: u16, is_head: bool, date: &[u8; DATE_LEN], ou
 /// least one) and `Connection: close`: the answer to a client accepted while
 /// the server is saturated.
 pub(crate) fn encode_overloaded(retry_after: Duration, date: &[u8; DATE_LEN], out: &mut Vec<u8>) {
+    encode_closing(&overloaded_response(retry_after), false, date, out);
+}
+
+/// `503 Service Unavailable` with `Retry-After` in whole seconds (at least
+/// one) and `Connection: close`: the answer when the server has no room
+/// for what was asked now.
+pub(crate) fn overloaded_response(retry_after: Duration) -> Response {
     let mut resp = error_response(503);
     resp.set_header("Retry-After", retry_after.as_secs().max(1).to_string());
-    encode_closing(&resp, false, date, out);
+    resp
 }
 
 /// Chooses the framing of `resp` for a request of `version` (RFC 9112 §6.3).

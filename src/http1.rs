@@ -55,7 +55,8 @@ pub(crate) const LINGER: Duration = Duration::from_secs(2);
 const SETTLE: Duration = Duration::from_millis(100);
 
 /// The `Retry-After` of a `503` for a head refused a share of
-/// `max_pending_head_bytes`.
+/// `max_pending_head_bytes`, and for an answer refused a place among the
+/// workers waiting on bodies or streaming.
 const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Bodies up to this size are copied behind the head, for one write.

@@ -103,17 +103,19 @@ pub(crate) trait Transport: Read + Write {
         true
     }
 
-    /// The handler answered with an upgrade: takes one of the server's
-    /// places for upgraded connections, false when every one is taken. The
-    /// place is held until [`Transport::end_upgrade`], or until the
+    /// The handler answered with a body that holds the worker while it is
+    /// written (a stream, a reader) or with an upgrade: takes one of the
+    /// server's places for streaming workers
+    /// (`Server::max_streaming_workers`), false when every one is taken.
+    /// The place is held until [`Transport::end_streaming`], or until the
     /// transport is dropped (the worker's turn on the connection over). A
     /// transport that keeps no count always has one.
-    fn begin_upgrade(&mut self) -> bool {
+    fn begin_streaming(&mut self) -> bool {
         true
     }
 
-    /// Gives back the place [`Transport::begin_upgrade`] took.
-    fn end_upgrade(&mut self) {}
+    /// Gives back the place [`Transport::begin_streaming`] took.
+    fn end_streaming(&mut self) {}
 
     /// Sends what the socket takes now of the `*left` bytes of `file` from
     /// its position: `Ok(true)` when all went, `Ok(false)` when the socket
@@ -302,10 +304,10 @@ pub(crate) struct Socket<'a> {
     /// The server's count of workers waiting on request bodies, and its
     /// bound.
     pub(crate) body_waits: (&'a Counters, usize),
-    /// The most upgraded connections the server holds at once (counted by
-    /// the counters above), and the place this connection holds among them
-    /// ([`Transport::begin_upgrade`]).
-    pub(crate) upgrades: (usize, Option<Held>),
+    /// The most workers writing bodies that hold them, or running
+    /// upgrades, at once (counted by the counters above), and the place this
+    /// connection holds among them ([`Transport::begin_streaming`]).
+    pub(crate) streaming: (usize, Option<Held>),
     /// An event said the client's sending side closed: a short read may
     /// leave the end of stream behind it, unannounced by any later event.
     pub(crate) input_ended: bool,
@@ -467,13 +469,13 @@ impl Transport for Socket<'_> {
         counters.body_wait_free(most)
     }
 
-    fn begin_upgrade(&mut self) -> bool {
-        self.upgrades.1 = self.body_waits.0.upgrade_slot(self.upgrades.0);
-        self.upgrades.1.is_some()
+    fn begin_streaming(&mut self) -> bool {
+        self.streaming.1 = self.body_waits.0.streaming_slot(self.streaming.0);
+        self.streaming.1.is_some()
     }
 
-    fn end_upgrade(&mut self) {
-        self.upgrades.1 = None;
+    fn end_streaming(&mut self) {
+        self.streaming.1 = None;
     }
 
     fn holds_input(&self) -> bool {
@@ -590,7 +592,7 @@ mod tests {
             watched_by: None,
             pace: Pace::new(u64::MAX),
             body_waits: (&counters, 1),
-            upgrades: (1, None),
+            streaming: (1, None),
             input_ended: false,
             shutdown: None,
             in_body_wait: false,

@@ -318,7 +318,7 @@ fn serve_until_parked<H: Handler>(
                 watched_by,
                 pace: Pace::new(shared.config.write_min_rate),
                 body_waits: (&shared.counters, shared.config.body_waits()),
-                upgrades: (shared.config.upgrades(), None),
+                streaming: (shared.config.streaming_workers(), None),
                 input_ended: conn.input_ended,
                 shutdown: Some(shutdown),
                 in_body_wait: false,

@@ -395,16 +395,45 @@ impl Server {
         self
     }
 
-    /// Most upgraded connections at once (`Response::upgrade`: WebSocket
-    /// and the like), each of which holds a worker until its closure
-    /// returns. An upgrade the handler answers while this many run is not
-    /// made: the client gets `503` instead of the `101`, then a close. So
-    /// long-lived upgraded connections cannot take the threads that other
-    /// requests need. Default: half of [`max_workers`](Server::max_workers) (at
-    /// least 1); raise both to hold more.
-    pub fn max_upgrades(mut self, n: usize) -> Server {
-        self.config.max_upgrades = Some(n.max(1));
+    /// Most workers at once held by an answer that is written on the worker
+    /// for as long as it lasts, these kinds together:
+    ///
+    /// - a [`Response::stream`](crate::Response::stream) body, its closure
+    ///   run while the body is sent (a server-sent events loop may run for
+    ///   hours);
+    /// - a [`Response::reader`](crate::Response::reader) body, read while
+    ///   it is sent: the worker waits on the reader, which may be a pipe, a
+    ///   socket or a child process, and on a client slow to take its bytes;
+    /// - an upgraded connection ([`Response::upgrade`](crate::Response::upgrade):
+    ///   WebSocket and the like), until its closure returns.
+    ///
+    /// Bodies in memory and files ([`Response::file`](crate::Response::file),
+    /// `ServeDir`'s) are not counted: a client slow to take
+    /// one parks with the rest of it, holding no worker. Nor is an answer
+    /// with no body to write (to a `HEAD`, a `204`, a `304`), whose closure
+    /// or reader is never run.
+    ///
+    /// An answer of those kinds made while this many are being written is
+    /// not sent: the client gets `503` with `Retry-After: 1` and
+    /// `Connection: close` in its stead (instead of the `101` for an
+    /// upgrade), the closure or reader is dropped unrun, and the refusal is
+    /// logged as a warning and counted in [`Stats::rejected`](crate::Stats::rejected).
+    /// So long streams cannot take the threads that other requests need:
+    /// with the defaults, 256 streams at most, and the other 256 workers
+    /// serve the rest of the site. [`Stats::streaming_workers`](crate::Stats::streaming_workers)
+    /// counts the places taken. Default: half of
+    /// [`max_workers`](Server::max_workers) (at least 1); raise both to
+    /// hold more.
+    pub fn max_streaming_workers(mut self, n: usize) -> Server {
+        self.config.max_streaming_workers = Some(n.max(1));
         self
+    }
+
+    /// The same setting as [`max_streaming_workers`](Server::max_streaming_workers),
+    /// named for one of the kinds of answer it bounds: upgraded connections
+    /// share their bound with streamed bodies.
+    pub fn max_upgrades(self, n: usize) -> Server {
+        self.max_streaming_workers(n)
     }
 
     /// How long one read on an upgraded connection waits for the client

@@ -45,8 +45,8 @@ pub struct Stats {
     /// ([`Overload::Reject`](crate::Overload::Reject)), and requests
     /// answered `503` because every place for a worker waiting on a body
     /// was taken ([`Server::max_body_waits`](crate::Server::max_body_waits))
-    /// or for an upgraded connection
-    /// ([`Server::max_upgrades`](crate::Server::max_upgrades)), and
+    /// or for a worker that streams a body or runs an upgraded connection
+    /// ([`Server::max_streaming_workers`](crate::Server::max_streaming_workers)), and
     /// unfinished heads answered `503` because they would have parked past
     /// [`Server::max_pending_head_bytes`](crate::Server::max_pending_head_bytes)
     /// (TLS handshakes closed for it are not counted).
@@ -57,9 +57,11 @@ pub struct Stats {
     /// Workers waiting now for request body bytes a handler asked for (see
     /// [`Server::max_body_waits`](crate::Server::max_body_waits)).
     pub body_waits: u64,
-    /// Upgraded connections open now, each holding a worker (see
-    /// [`Server::max_upgrades`](crate::Server::max_upgrades)).
-    pub upgraded: u64,
+    /// Workers held now by an answer written for as long as it lasts: a
+    /// `Response::stream` or `Response::reader` body being sent, or an
+    /// upgraded connection (see
+    /// [`Server::max_streaming_workers`](crate::Server::max_streaming_workers)).
+    pub streaming_workers: u64,
     /// Bytes of the server-wide budget for collected bodies that read
     /// buffers grown past their usual size hold now (each
     /// `body_buffer_bytes`; see
@@ -126,16 +128,17 @@ pub(crate) struct Counters {
     unsent: Arc<AtomicU64>,
     /// The budget read buffers grown for collected bodies hold, likewise.
     buffered: Arc<AtomicU64>,
-    /// Upgraded connections open, likewise (one each).
-    upgraded: Arc<AtomicU64>,
+    /// Workers writing a body that holds them or running an upgrade,
+    /// likewise (one each).
+    streaming: Arc<AtomicU64>,
     /// What TLS handshakes and unfinished heads hold, likewise.
     pending: Arc<AtomicU64>,
 }
 
 /// A share of a budget: response bytes held for a slow client, a read
-/// buffer grown for a body, or an upgraded connection's place, given back
-/// when dropped (the answer sent, the connection closed, the upgrade
-/// over).
+/// buffer grown for a body, or a streaming worker's place, given back
+/// when dropped (the answer sent, the connection closed, the body written,
+/// the upgrade over).
 #[derive(Debug)]
 pub(crate) struct Held {
     total: Arc<AtomicU64>,
@@ -290,9 +293,10 @@ impl Counters {
         Budget { total: self.pending.clone(), cap }
     }
 
-    /// A place for one more upgraded connection, unless `most` are open.
-    pub(crate) fn upgrade_slot(&self, most: usize) -> Option<Held> {
-        take(&self.upgraded, 1, u64::try_from(most).unwrap_or(u64::MAX))
+    /// A place for one more worker writing a body that holds it or running
+    /// an upgrade, unless `most` are taken.
+    pub(crate) fn streaming_slot(&self, most: usize) -> Option<Held> {
+        take(&self.streaming, 1, u64::try_from(most).unwrap_or(u64::MAX))
     }
 
     /// Response bytes held for slow clients now.
@@ -320,7 +324,7 @@ impl Counters {
             rejected: self.rejected.get(),
             unsent_bytes: self.unsent.load(Relaxed),
             body_waits: self.body_waits.get(),
-            upgraded: self.upgraded.load(Relaxed),
+            streaming_workers: self.streaming.load(Relaxed),
             buffered_body_bytes: self.buffered.load(Relaxed),
             pending_head_bytes: self.pending.load(Relaxed),
             threads: threads.live as u64,

@@ -145,9 +145,9 @@ pub(crate) fn refusal(req: &Request<'_>, resp: &Response) -> Option<Refusal> {
 ///
 /// It lives on the worker that served the upgrade request and holds that
 /// worker until the closure returns; then the connection is closed. Size the
-/// pool for the upgraded connections you expect: at most
-/// [`Server::max_upgrades`](crate::Server::max_upgrades) are open at once
-/// (half of `max_workers` by default). Reads and writes block: a read waits
+/// pool for the upgraded connections you expect: they share
+/// [`Server::max_streaming_workers`](crate::Server::max_streaming_workers)
+/// (half of `max_workers` by default) with streamed bodies. Reads and writes block: a read waits
 /// for the client at most the server's
 /// [`upgrade_idle_timeout`](crate::Server::upgrade_idle_timeout) (60 s by
 /// default), a write for room at most its

@@ -143,7 +143,7 @@ fn upgrades_past_max_upgrades_get_503_and_a_close() {
     first.set_read_timeout(Some(PATIENCE)).unwrap();
     first.write_all(&[&upgrade_request[..], b"first"].concat()).unwrap();
     assert!(read_through(&mut first, b"first").starts_with(b"HTTP/1.1 101 "));
-    assert_eq!(server.stats().upgraded, 1);
+    assert_eq!(server.stats().streaming_workers, 1);
 
     let mut second = connect(server.local_addr());
     send(&mut second, upgrade_request);
@@ -161,7 +161,7 @@ fn upgrades_past_max_upgrades_get_503_and_a_close() {
     echoes(&mut first, b"still there");
 
     drop(first);
-    common::wait_for(&server, "the upgraded connection's place back", |s| s.upgraded == 0);
+    common::wait_for(&server, "the upgraded connection's place back", |s| s.streaming_workers == 0);
     let mut third = TcpStream::connect(server.local_addr()).unwrap();
     third.set_read_timeout(Some(PATIENCE)).unwrap();
     third.write_all(&[&upgrade_request[..], b"third"].concat()).unwrap();

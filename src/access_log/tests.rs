@@ -246,7 +246,7 @@ fn an_upgrade_with_no_place_left_is_logged_as_its_503() {
     let mut driver = crate::test::driver::Driver::new(&handler);
     let mut io =
         crate::io::Script::new(&[b"GET /markerE HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"]);
-    io.upgrades_full = true;
+    io.streaming_full = true;
     driver.run(&mut io, None);
     assert!(io.written.starts_with(b"HTTP/1.1 503 Service Unavailable\r\n"));
     let line = redacted(&logged("markerE"));

@@ -13,11 +13,12 @@ use std::time::Instant;
 use super::state::chunked_body_settled_in;
 use super::stream::Streaming;
 use super::{
-    ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with, write_failed,
+    BUSY_RETRY_AFTER, ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with,
+    write_failed,
 };
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
-use crate::encode::{encode_head, error_response, plan};
+use crate::encode::{encode_head, error_response, overloaded_response, plan};
 use crate::feed::{Closed, Feed, Session};
 use crate::handler::Handler;
 use crate::io::{Transport, now, write_all_wait};
@@ -60,24 +61,30 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     let resp = match body_error {
         // No answer can reach the client: none is counted.
         Some(None) => return Then::Abort,
+        // Every place for a worker waiting on a body, or for an upgrade,
+        // taken: as for a stream refused.
+        Some(Some(503)) => answer.insert(busy_response()),
         Some(Some(code)) => answer.insert(error_response(code)),
         // `call` always leaves an answer (a panic's is a `500`).
         None => answer.get_or_insert_with(|| error_response(500)),
     };
     cx.counters.requests(cx.scratch.stripe, 1);
-    let framing = checked(resp, &head, is_head, is_connect, &cx.peer);
+    let mut framing = checked(resp, &head, is_head, is_connect, &cx.peer);
+    // An upgrade not made (the body before it not read, the handler's
+    // `101` refused) gives back the place reading its body took, before
+    // its answer and lingering close: held to the end of the turn, it
+    // would turn other upgrades and streams away meanwhile.
+    if head.upgrade && resp.upgrade.is_none() {
+        io.end_streaming();
+    }
+    if holds_worker(&resp.body, framing) && !io.begin_streaming() {
+        framing = refuse_streaming(resp, &head, is_head, cx);
+    }
     let keep_alive = keep_alive(&head, resp, framing, body_done, body_done && closing(conn, io, cx));
     let date = *cx.scratch.date.now();
     encode_head(resp, framing, keep_alive, head.version, &date, Some(&mut cx.scratch.head_start), &mut cx.scratch.out);
     if let Some(on_upgrade) = resp.upgrade.take() {
         return upgrade(conn, io, cx, on_upgrade);
-    }
-    // An upgrade not made (the body before it not read, the handler's
-    // `101` refused) gives back the place reading its body took, before
-    // its answer and lingering close: held to the end of the turn, it
-    // would turn other upgrades away meanwhile.
-    if head.upgrade {
-        io.end_upgrade();
     }
     let then = match keep_alive {
         true => Then::KeepAlive,
@@ -179,9 +186,10 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
             BodyError::Busy => cx.counters.rejected(),
             BodyError::UpgradesFull => {
                 warn!(
-                    "{}: upgrade refused: {} upgraded connections are open; answering 503",
+                    "{}: upgrade refused: {} workers stream bodies or run upgrades (max_streaming_workers); \
+                     answering 503",
                     cx.peer,
-                    cx.config.upgrades()
+                    cx.config.streaming_workers()
                 );
                 cx.counters.rejected();
             }
@@ -248,6 +256,40 @@ pub(super) fn checked(
     framing
 }
 
+/// True when `body` is written on the worker for as long as it lasts (a
+/// stream's closure, a reader), so that it takes a place among the
+/// server's streaming workers (`Server::max_streaming_workers`). Bodies in
+/// memory and files go out as far as the client takes them now and park
+/// with the rest; an answer with no body to write never runs its code.
+#[inline(always)]
+fn holds_worker(body: &Payload, framing: ResponseFraming) -> bool {
+    matches!(body, Payload::Writer(_) | Payload::Reader { .. }) && !matches!(framing, ResponseFraming::None { .. })
+}
+
+/// Replaces an answer whose body would hold a worker, while every place
+/// for one is taken, with a `503` that closes the connection; its closure
+/// or reader is dropped unrun. Returns the `503`'s framing.
+#[cold]
+#[inline(never)]
+fn refuse_streaming<H: ?Sized>(resp: &mut Response, head: &Head, is_head: bool, cx: &Ctx<'_, H>) -> ResponseFraming {
+    warn!(
+        "{}: streamed body refused: {} workers stream bodies or run upgrades (max_streaming_workers); answering 503",
+        cx.peer,
+        cx.config.streaming_workers()
+    );
+    cx.counters.rejected();
+    *resp = busy_response();
+    checked(resp, head, is_head, false, &cx.peer)
+}
+
+/// `503` with `Retry-After` and a close: the answer when every place of a
+/// server-wide bound on workers is taken.
+#[cold]
+#[inline(never)]
+fn busy_response() -> Response {
+    overloaded_response(BUSY_RETRY_AFTER)
+}
+
 /// Sends the `101` and hands the connection, with the bytes already received
 /// after the request, to the handler's closure, then gives back the place
 /// among the server's upgraded connections that reading the body took
@@ -262,7 +304,7 @@ fn upgrade<T: Transport, H: ?Sized>(
     let flushed = write_all_wait(io, &cx.scratch.out, cx.config.write_timeout);
     cx.scratch.out.clear();
     if let Err(e) = flushed {
-        io.end_upgrade();
+        io.end_streaming();
         write_failed(cx, &e);
         return conn.cut_short(Then::Close);
     }
@@ -275,7 +317,7 @@ fn upgrade<T: Transport, H: ?Sized>(
         error!("{}: upgraded connection handler panicked", cx.peer);
         cx.counters.panic();
     }
-    io.end_upgrade();
+    io.end_streaming();
     Then::Close
 }
 
@@ -441,17 +483,25 @@ fn write_body<T: Transport, H: ?Sized>(
         }
         Payload::Shared(shared) => (Cow::Owned(shared.bytes().to_vec()), None),
         Payload::File { file, len } => (Cow::Borrowed(&[][..]), Some((file, len))),
+        // Each gives back its place among the streaming workers (taken in
+        // `respond`) once its code has run: what it left is sent as any
+        // answer's rest.
         Payload::Reader { reader, .. } => {
-            return streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
+            let written =
+                streamed(cx.counters, &cx.peer, || copy_body(reader, BodyWriter::new(io, out, framing, timeout)));
+            io.end_streaming();
+            return written;
         }
         // Started before (`start_stream`).
         Payload::Events(..) => return Ok(()),
         Payload::Writer(write) => {
-            return streamed(cx.counters, &cx.peer, || {
+            let written = streamed(cx.counters, &cx.peer, || {
                 let mut writer = BodyWriter::new(io, out, framing, timeout);
                 write(&mut writer)?;
                 writer.finish()
             });
+            io.end_streaming();
+            return written;
         }
     };
     if file.is_none() && body.len() <= INLINE_BODY {

@@ -37,11 +37,11 @@ pub(crate) struct Script {
     /// reports what has arrived (bytes, or the end of stream).
     pub(crate) left_seat: bool,
     pub(crate) written: Vec<u8>,
-    /// Every place the server has for an upgraded connection is taken
-    /// (`Server::max_upgrades`).
-    pub(crate) upgrades_full: bool,
-    /// The connection holds a place for an upgraded connection.
-    pub(crate) upgrade_held: bool,
+    /// Every place the server has for a streaming worker (a body that holds
+    /// its worker, an upgrade) is taken (`Server::max_streaming_workers`).
+    pub(crate) streaming_full: bool,
+    /// The connection holds a place for a streaming worker.
+    pub(crate) streaming_held: bool,
     /// The next this many looks for a free place for a worker waiting on a
     /// body ([`Transport::body_wait_free`]) find every one taken
     /// (`Server::max_body_waits`); later ones find one.
@@ -260,13 +260,13 @@ impl Transport for Script {
         full == 0
     }
 
-    fn begin_upgrade(&mut self) -> bool {
-        self.upgrade_held = !self.upgrades_full;
-        self.upgrade_held
+    fn begin_streaming(&mut self) -> bool {
+        self.streaming_held = !self.streaming_full;
+        self.streaming_held
     }
 
-    fn end_upgrade(&mut self) {
-        self.upgrade_held = false;
+    fn end_streaming(&mut self) {
+        self.streaming_held = false;
     }
 
     fn wait(&mut self, ready: Ready, timeout: Duration) -> io::Result<()> {
