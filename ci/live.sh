@@ -175,7 +175,8 @@ client_checks browser "$browser_pid"
 
 # ---------------------------------------------------------------- summary
 if [[ -r /proc/$server/status ]]; then
-    echo "server after the clients: $(grep -E '^(Threads|VmRSS):' "/proc/$server/status" | tr -s ' \t' ' ' | tr '\n' ' ')"
+    echo "server after the clients: $(awk '/^Threads:/ { t = $2 } /^VmRSS:/ { r = $2 " " $3 }
+        END { print "threads " t ", RSS " r }' "/proc/$server/status")"
 fi
 if ! kill -0 "$server" 2>/dev/null; then
     not_ok "the server exited during the run; its log: $(tail -n 5 "$tmp/server.log" | tr '\n' '|')"

@@ -87,7 +87,8 @@ def main():
         except TimeoutException:
             logs = [f"{e['level']} {e['message']}" for e in driver.get_log("browser")]
             print(
-                f"NOT OK - browser: chromium {version} on {URL}: after {WAIT_SECONDS} s the page shows {shown(driver)}, "
+                f"NOT OK - browser: chromium {version} on {URL}: after {WAIT_SECONDS} s "
+                f"the page shows {shown(driver)}, "
                 f"want status 'ready', events >= 2, ws-broadcasts >= 2, ws-echo {ECHO!r}; browser log: {logs}",
                 file=sys.stderr,
             )

@@ -31,6 +31,8 @@ CHECK_SECONDS = 10
 SKEW_MS = 1500
 
 failed = False
+# What the running check has seen so far, shown when it times out.
+progress = {}
 
 
 def ok(what):
@@ -50,6 +52,17 @@ class CheckFailed(Exception):
 def expect(what, got, want):
     if got != want:
         raise CheckFailed(f"{what}: got {got!r}, want {want!r}")
+
+
+def shorten(value):
+    """`value` with long strings cut, for a readable report."""
+    if isinstance(value, dict):
+        return {k: shorten(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shorten(v) for v in value]
+    if isinstance(value, str) and len(value) > 60:
+        return f"{value[:40]}...({len(value)} characters)"
+    return value
 
 
 def now_ms():
@@ -76,13 +89,14 @@ def check_timestamps(what, stamps, received_at):
 
 async def check(name, body):
     """Runs one check, bounded; any exception (a timeout, a reset) fails it."""
+    progress.clear()
     try:
         detail = await asyncio.wait_for(body(), CHECK_SECONDS)
         ok(f"{name}: {detail}")
     except CheckFailed as err:
         not_ok(f"{name}: {err}")
     except asyncio.TimeoutError:
-        not_ok(f"{name}: no result within {CHECK_SECONDS} s")
+        not_ok(f"{name}: no result within {CHECK_SECONDS} s; had seen {shorten(progress)}")
     except Exception as err:  # a client error is a failed check, not a crash
         not_ok(f"{name}: {type(err).__name__}: {err}")
 
@@ -99,6 +113,9 @@ class SseParser:
     event, unless no data was given. Bytes arrive in arbitrary pieces: a CR
     at the end of one piece may be followed by the LF of its CRLF in the next.
     """
+
+    def __repr__(self):
+        return f"{self.buf[-200:]!r} (pending data lines {self.data})"
 
     def __init__(self):
         self.buf = b""
@@ -173,6 +190,7 @@ async def aiohttp_sse(session):
         expect("/events Content-Type", resp.content_type, "text/event-stream")
         parser = SseParser()
         stamps, arrived = [], []
+        progress.update(events=stamps, unparsed=parser)
         async for chunk in resp.content.iter_any():
             at = now_ms()
             for kind, data, _ in parser.feed(chunk):
@@ -210,6 +228,7 @@ async def aiohttp_ws(session):
         await ws.send_str(sent)
         broadcasts = 0
         while True:
+            progress.update(broadcasts=broadcasts)
             msg = await ws.receive()
             if msg.type != aiohttp.WSMsgType.TEXT:
                 raise CheckFailed(f"got a {msg.type.name} message ({msg.data!r}) before the echo")
@@ -218,6 +237,7 @@ async def aiohttp_ws(session):
                 continue
             expect("aiohttp echo", msg.data, sent)
             break
+        progress.update(step="closing")
         await ws.close(code=1000)
         expect("aiohttp close code from the server", ws.close_code, 1000)
     return f"non-ASCII text echoed exactly ({broadcasts} broadcasts before it), close answered with 1000"
@@ -233,6 +253,7 @@ async def websockets_client():
         for text in sent:
             await ws.send(text)
         echoes, stamps, arrived = [], [], []
+        progress.update(echoes=echoes, broadcasts=stamps)
         while len(echoes) < len(sent) or len(stamps) < 2:
             msg = await ws.recv()
             if not isinstance(msg, str):
@@ -244,8 +265,10 @@ async def websockets_client():
                 echoes.append(msg)
         expect("websockets echoes, in order", echoes, sent)
         values = check_timestamps("websockets broadcasts", stamps, arrived)
+        progress.update(step="waiting for the pong")
         pong = await ws.ping(b"live-ping")
         await asyncio.wait_for(pong, 5)
+        progress.update(step="closing")
         await ws.close(code=1000, reason="done")
     # close_code is the code in the server's close frame (1006 if none came).
     expect("websockets close code from the server", ws.close_code, 1000)
@@ -261,7 +284,8 @@ async def main():
         ok("SSE parser self-test: CRLF, LF and CR endings, comments, retry/id/event fields, any cut")
     except CheckFailed as err:
         not_ok(str(err))
-    print(f"python {sys.version.split()[0]}, websockets {websockets.__version__}, aiohttp {aiohttp.__version__}", flush=True)
+    versions = f"websockets {websockets.__version__}, aiohttp {aiohttp.__version__}"
+    print(f"python {sys.version.split()[0]}, {versions}", flush=True)
     await check("python websockets /ws", websockets_client)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)
     async with aiohttp.ClientSession(timeout=timeout) as session:

@@ -22,6 +22,8 @@ const port = process.argv[2];
 const CHECK_MS = 10_000;
 const SKEW_MS = 1500;
 let failed = false;
+// What the running check has seen so far, shown when it times out.
+let progress = {};
 
 const ok = (what) => console.log(`ok - node ${what}`);
 const notOk = (what) => {
@@ -55,9 +57,12 @@ function checkTimestamps(what, stamps, arrived) {
 
 // Runs one check, bounded; an exception (a timeout, a reset) fails it.
 async function check(name, body) {
+  progress = {};
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new CheckFailed(`no result within ${CHECK_MS} ms`)), CHECK_MS);
+    timer = setTimeout(() => {
+      reject(new CheckFailed(`no result within ${CHECK_MS} ms; had seen ${JSON.stringify(progress)}`));
+    }, CHECK_MS);
   });
   try {
     ok(`${name}: ${await Promise.race([body(), timeout])}`);
@@ -106,10 +111,13 @@ await check('ws /ws', async () => {
   const echoes = [];
   const stamps = [];
   const arrived = [];
+  progress = { echoes, broadcasts: stamps };
   while (echoes.length < sent.length || stamps.length < 2) {
     const m = await next();
     if (m.error) throw m.error;
-    if (m.closed !== undefined) throw new CheckFailed(`closed by the server (${m.closed}) before the echoes and broadcasts`);
+    if (m.closed !== undefined) {
+      throw new CheckFailed(`closed by the server (${m.closed}) before the echoes and broadcasts`);
+    }
     if (m.isBinary) throw new CheckFailed(`a binary message of ${m.data.length} bytes`);
     const text = m.data.toString('utf8');
     if (isBroadcast(text)) {
@@ -121,6 +129,7 @@ await check('ws /ws', async () => {
   }
   expect('echoes, in order', JSON.stringify(echoes), JSON.stringify(sent));
   const values = checkTimestamps('broadcasts', stamps, arrived);
+  progress.step = 'closing';
   ws.close(1000, 'done');
   let m;
   do {
@@ -128,7 +137,10 @@ await check('ws /ws', async () => {
   } while (m.data !== undefined);
   if (m.error) throw m.error;
   expect('close code from the server', m.closed, 1000);
-  return `${sent.length} texts echoed exactly and in order, ${values.length} broadcasts increasing (${values}), close answered with 1000`;
+  return (
+    `${sent.length} texts echoed exactly and in order, ${values.length} broadcasts increasing (${values}), ` +
+    'close answered with 1000'
+  );
 });
 
 // ---------------------------------------------------------------- SSE
@@ -190,6 +202,7 @@ await check('fetch SSE /events', async () => {
   const stamps = [];
   const arrived = [];
   const reader = res.body.getReader();
+  progress = { events: stamps, parser };
   try {
     while (stamps.length < 2) {
       const { done, value } = await reader.read();
@@ -197,7 +210,9 @@ await check('fetch SSE /events', async () => {
       const at = Date.now();
       for (const event of parser.feed(decoder.decode(value, { stream: true }))) {
         expect('event type', event.type, 'message');
-        if (!isBroadcast(event.data)) throw new CheckFailed(`event data ${JSON.stringify(event.data)} is not a timestamp`);
+        if (!isBroadcast(event.data)) {
+          throw new CheckFailed(`event data ${JSON.stringify(event.data)} is not a timestamp`);
+        }
         stamps.push(event.data);
         arrived.push(at);
       }
