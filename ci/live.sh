@@ -40,12 +40,6 @@ LIVE_SERVER_CMD=${LIVE_SERVER_CMD:-}
 
 say() { echo "live: $*" >&2; }
 
-# Until examples/broadcast exists there is nothing to test.
-if [[ -z $LIVE_SERVER_CMD && ! -f examples/broadcast.rs ]]; then
-    say "examples/broadcast.rs does not exist yet: skipped"
-    exit 0
-fi
-
 # ---------------------------------------------------------------- installs
 PY=python3
 py_modules='import websockets, aiohttp, selenium'
