@@ -256,6 +256,18 @@ impl Feed {
         Taken::Some
     }
 
+    /// Moves what is queued into `out`, unframed, and nothing else (a
+    /// session writes what its application sent in answer to a message
+    /// before what follows the message).
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))] // Only a WebSocket session takes so.
+    pub(crate) fn take_queued(&self, out: &mut Vec<u8>) {
+        let mut state = self.lock();
+        for chunk in state.queue.drain(..) {
+            out.extend_from_slice(chunk.bytes());
+        }
+        state.queued = 0;
+    }
+
     /// The connection parks with nothing to write: the next event (or the
     /// last sender leaving, or a cut) is to wake it. False when one came
     /// since it looked: it must look again instead.

@@ -406,7 +406,7 @@ fn exchange<H: Handler + ?Sized>(handler: &H, config: &Config, requests: Vec<Tes
     driver.peer = peer;
     let end = driver.run(&mut io, None);
     let heads: Vec<bool> = requests.iter().map(TestRequest::is_head).collect();
-    let answers = answer::parse_all(&io.written, &heads, end.closed);
+    let answers = answer::parse_all(&io.written, &heads, end.closed, end.streaming);
     if answers.is_empty() && end.awaits_request {
         panic!("httpool test: no answer: the server waits for the rest of the request (is Content-Length right?)");
     }

@@ -379,14 +379,17 @@ impl Write for Pipe<'_> {
 }
 
 impl Ws {
-    /// Calls the application; a panic there closes the socket (1011) as
-    /// the client's protocol error does.
-    fn deliver(&mut self, message: Message) -> bool {
+    /// Calls the application; what it sent in answer goes out next, before
+    /// anything the session writes after the message (a close's answer).
+    /// A panic there closes the socket (1011) as the client's protocol
+    /// error does.
+    fn deliver(&mut self, message: Message, out: &mut Vec<u8>) -> bool {
         let (sender, on_message) = (&self.sender, &mut self.on_message);
         let called = catch_unwind(AssertUnwindSafe(|| on_message(sender, message)));
         if called.is_err() {
             error!("WebSocket message handler panicked; closing with 1011");
         }
+        self.sender.feed.take_queued(out);
         called.is_ok()
     }
 
@@ -404,12 +407,12 @@ impl Session for Ws {
                 Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => {}
                 Ok(close @ Message::Close(_)) => {
                     // tungstenite answers the close; the connection then ends.
-                    self.deliver(close);
+                    self.deliver(close, pipe.out);
                     let _ = self.ctx.flush(&mut pipe);
                     return false;
                 }
                 Ok(message) => {
-                    if !self.deliver(message) {
+                    if !self.deliver(message, pipe.out) {
                         self.close_with(CloseCode::Error, "", &mut pipe);
                         return false;
                     }

@@ -2818,3 +2818,79 @@ fn an_upgrade_gives_back_the_share_its_parked_head_took() {
     assert!(io.written.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
     assert_eq!(*during.lock().unwrap(), Some(0), "held while upgraded");
 }
+
+/// An event stream's handler: three events queued, then every sender gone.
+fn three_events(_: &mut Request<'_>) -> Response {
+    let (events, resp) = crate::events::channel();
+    for i in 1..=3 {
+        events.send(&crate::events::Event::data(format!("e{i}"))).unwrap();
+    }
+    resp
+}
+
+#[test]
+fn an_event_stream_goes_out_whole_to_a_client_taking_a_byte_at_a_time_and_the_connection_serves_on() {
+    let handler = |req: &mut Request<'_>| if req.path() == "/events" { three_events(req) } else { hello(req) };
+    let mut s = Served::new(&handler);
+    let requests = "GET /events HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let mut io = Script::new(&[requests.as_bytes()]);
+    let ended = s.run(&mut io, Some(1));
+    let head = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/event-stream\r\ncache-control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let events = "1e\r\ndata: e1\n\ndata: e2\n\ndata: e3\n\n\r\n0\r\n\r\n";
+    assert_eq!(redact_dates(&io.written), format!("{head}{events}{HELLO}"));
+    assert!(!ended.closed);
+    assert_eq!(s.conn.requests, 2);
+}
+
+#[test]
+fn events_sent_while_the_stream_is_parked_are_written_when_it_is_served_again() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let handler = move |_: &mut Request<'_>| {
+        let (events, resp) = crate::events::channel();
+        tx.lock().unwrap().send(events).unwrap();
+        resp
+    };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    s.run(&mut io, Some(3));
+    assert!(s.conn.is_streaming());
+    let events = rx.recv().unwrap();
+    let before = io.written.len();
+    events.send(&crate::events::Event::data("late")).unwrap();
+    // The server is woken by the sender; here, the test serves it again.
+    s.run(&mut io, Some(3));
+    assert_eq!(&io.written[before..], b"c\r\ndata: late\n\n\r\n");
+    drop(events);
+    s.run(&mut io, Some(3));
+    assert!(io.written.ends_with(b"\r\n0\r\n\r\n"));
+    assert!(!s.conn.is_streaming());
+}
+
+#[cfg(feature = "websocket")]
+#[test]
+fn a_websocket_session_reads_frames_cut_anywhere_and_answers_a_client_taking_a_byte_at_a_time() {
+    use crate::websocket::Message;
+    let handler = |req: &mut Request<'_>| {
+        crate::websocket::accept(req, |ws, message| {
+            if let Message::Text(text) = message {
+                let _ = ws.send(Message::Text(text));
+            }
+        })
+        .1
+    };
+    let handshake = "GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    // "hi" masked with 0, then a close (1000), each cut in two.
+    let text = [0x81u8, 0x82, 0, 0, 0, 0, b'h', b'i'];
+    let close = [0x88u8, 0x82, 0, 0, 0, 0, 0x03, 0xe8];
+    let chunks: [&[u8]; 5] = [handshake.as_bytes(), &text[..3], &text[3..], &close[..5], &close[5..]];
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&chunks);
+    io.eof = true;
+    let ended = s.run(&mut io, Some(1));
+    let end = io.written.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = "HTTP/1.1 101 Switching Protocols\r\nDate: D\r\nupgrade: websocket\r\nsec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nConnection: upgrade\r\n\r\n";
+    assert_eq!(redact_dates(&io.written[..end]), head);
+    assert_eq!(io.written[end..], [0x81, 2, b'h', b'i', 0x88, 2, 0x03, 0xe8]);
+    assert!(ended.closed);
+}

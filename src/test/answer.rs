@@ -75,19 +75,21 @@ impl TestResponse {
 }
 
 /// Parses the answers to requests whose methods were `HEAD` where `heads`
-/// says so, in order; `closed`: the server closed after the last one.
+/// says so, in order; `closed`: the server closed after the last one;
+/// `open`: the last one is an event stream still open, its body what was
+/// sent so far.
 ///
 /// # Panics
 ///
 /// When the bytes are not a sequence of HTTP/1.1 answers.
-pub(super) fn parse_all(wire: &[u8], heads: &[bool], closed: bool) -> Vec<TestResponse> {
+pub(super) fn parse_all(wire: &[u8], heads: &[bool], closed: bool, open: bool) -> Vec<TestResponse> {
     let mut answers = Vec::new();
     let mut rest = wire;
     for &is_head in heads {
         if rest.is_empty() {
             break;
         }
-        let (answer, used) = match parse_one(rest, is_head) {
+        let (answer, used) = match parse_one(rest, is_head, open) {
             Ok(parsed) => parsed,
             Err(why) => panic!("httpool test: the server's answer is not HTTP/1.1 ({why}): {:?}", show(rest)),
         };
@@ -109,7 +111,7 @@ fn show(bytes: &[u8]) -> String {
 
 /// One answer at the start of `wire`, interim `1xx` answers before it
 /// skipped, and the bytes it took.
-fn parse_one(wire: &[u8], is_head: bool) -> Result<(TestResponse, usize), String> {
+fn parse_one(wire: &[u8], is_head: bool, open: bool) -> Result<(TestResponse, usize), String> {
     let mut at = 0;
     loop {
         let mut slots = [httparse::EMPTY_HEADER; 256];
@@ -127,7 +129,7 @@ fn parse_one(wire: &[u8], is_head: bool) -> Result<(TestResponse, usize), String
         }
         let headers: Vec<(String, String)> = head.headers.iter().map(|h| (h.name.to_owned(), show(h.value))).collect();
         let reason = head.reason.unwrap_or_default().to_owned();
-        let (body, used) = body(&wire[body_at..], status, is_head, &headers)?;
+        let (body, used) = body(&wire[body_at..], status, is_head, &headers, open)?;
         let end = body_at + used;
         let raw = wire[..end].to_vec();
         let answer = TestResponse { status, reason, headers, body, kept_alive: false, raw };
@@ -136,7 +138,13 @@ fn parse_one(wire: &[u8], is_head: bool) -> Result<(TestResponse, usize), String
 }
 
 /// The body at the start of `wire` and the bytes its framing took.
-fn body(wire: &[u8], status: u16, is_head: bool, headers: &[(String, String)]) -> Result<(Vec<u8>, usize), String> {
+fn body(
+    wire: &[u8],
+    status: u16,
+    is_head: bool,
+    headers: &[(String, String)],
+    open: bool,
+) -> Result<(Vec<u8>, usize), String> {
     let value = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
     if status == 101 {
         // The connection now speaks another protocol: the rest is its.
@@ -147,7 +155,7 @@ fn body(wire: &[u8], status: u16, is_head: bool, headers: &[(String, String)]) -
     }
     if let Some(codings) = value("transfer-encoding") {
         if codings.rsplit(',').next().is_some_and(|c| c.trim().eq_ignore_ascii_case("chunked")) {
-            return unchunk(wire);
+            return unchunk(wire, open);
         }
     }
     match value("content-length") {
@@ -162,8 +170,9 @@ fn body(wire: &[u8], status: u16, is_head: bool, headers: &[(String, String)]) -
 }
 
 /// Decodes a `chunked` body (RFC 9112 §7.1): chunk extensions and trailer
-/// fields are skipped.
-pub(super) fn unchunk(wire: &[u8]) -> Result<(Vec<u8>, usize), String> {
+/// fields are skipped. `open`: the body may stop after a whole chunk (a
+/// stream still open).
+pub(super) fn unchunk(wire: &[u8], open: bool) -> Result<(Vec<u8>, usize), String> {
     let line_end = |from: usize| {
         let found = wire.get(from..).and_then(|rest| rest.windows(2).position(|w| w == b"\r\n"));
         found.map(|i| from + i).ok_or_else(|| "a chunk is cut short".to_owned())
@@ -171,6 +180,9 @@ pub(super) fn unchunk(wire: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let mut body = Vec::new();
     let mut at = 0;
     loop {
+        if open && at == wire.len() {
+            return Ok((body, at));
+        }
         let end = line_end(at)?;
         let line = &wire[at..end];
         let digits = line.iter().position(|&b| b == b';').map_or(line, |semicolon| &line[..semicolon]);

@@ -36,6 +36,8 @@ pub(crate) struct Ended {
     pub(crate) closed: bool,
     /// Part of a request is buffered, waiting for the rest.
     pub(crate) awaits_request: bool,
+    /// An event stream is still open (its senders are still there).
+    pub(crate) streaming: bool,
 }
 
 impl<'h, H: Handler + ?Sized> Driver<'h, H> {
@@ -113,7 +115,7 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
                         "closed with {} bytes unread: a reset under the answers",
                         io.current.len()
                     );
-                    return Ended { closed: true, awaits_request: false };
+                    return Ended { closed: true, awaits_request: false, streaming: false };
                 }
                 Next::Yield => {}
                 // An event stream with events queued since its last look
@@ -135,6 +137,6 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
             }
         }
         assert!(io.is_drained(), "a parked connection left {} bytes unread", io.current.len());
-        Ended { closed: io.shut_write, awaits_request: self.conn.has_unparsed() }
+        Ended { closed: io.shut_write, awaits_request: self.conn.has_unparsed(), streaming: self.conn.is_streaming() }
     }
 }

@@ -224,10 +224,13 @@ fn unchunking_skips_extensions_and_trailers_and_refuses_bad_framing() {
     assert!(answer_unchunk(b"2\r\nabc\r\n0\r\n\r\n").is_err());
     assert!(answer_unchunk(b"zz\r\n").is_err());
     assert!(answer_unchunk(b"5\r\nab").is_err());
+    // A stream still open may stop after a whole chunk, and only there.
+    assert_eq!(answer::unchunk(b"2\r\nab\r\n", true), Ok((b"ab".to_vec(), 7)));
+    assert!(answer::unchunk(b"2\r\nab", true).is_err());
 }
 
 fn answer_unchunk(wire: &[u8]) -> Result<(Vec<u8>, usize), String> {
-    answer::unchunk(wire)
+    answer::unchunk(wire, false)
 }
 
 #[test]
