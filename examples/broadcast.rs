@@ -2,8 +2,8 @@
 //! subscribers, each holding no thread between messages.
 //!
 //! ```sh
-//! cargo run --release --example broadcast -- 127.0.0.1:8010
-//! curl -N http://127.0.0.1:8010/events
+//! cargo run --release --example broadcast -- 127.0.0.1:8011
+//! curl -N http://127.0.0.1:8011/events
 //! ```
 //!
 //! - `GET /` answers `ok` (plain text).
@@ -98,7 +98,7 @@ impl Target {
 
 #[allow(dead_code)] // The tests include this file for `Target`.
 fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8010".into());
+    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8011".into());
     let target = Target::new();
     let ticker = Arc::clone(&target);
     thread::spawn(move || {

@@ -1,22 +1,22 @@
 //! Server-sent events: `GET /events?n=5` sends one `tick` event a second,
-//! `n` of them (at most 60), then ends the stream; `GET /` is a page that
-//! shows them.
+//! `n` of them (at most 60), then a `done` event, and ends the stream;
+//! `GET /` is a page that shows them.
 //!
 //! ```sh
 //! cargo run --example sse            # 127.0.0.1:8006
 //! curl -N 'http://127.0.0.1:8006/events?n=3'
 //! ```
 //!
-//! The body is written by a closure (`Response::stream`) while it is sent,
-//! `chunked`, and `flush` pushes each event to the client at once. A
-//! streaming response holds its worker until the closure returns, so size
-//! the pool (`Server::workers`) for the streams you expect to have open at
-//! once; a client that goes away is noticed at the next write.
+//! One thread sends every stream its ticks (`Ticks::tick`); between them
+//! the connections park like idle keep-alive ones, so a thousand open
+//! streams cost no thousand threads. A stream whose client went away is
+//! dropped at the next tick.
 
-use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use httpool::events::{self, Event, EventSender};
 use httpool::{Request, Response, Server};
 
 /// The most ticks one stream may ask for.
@@ -45,41 +45,84 @@ pub fn ticks(req: &Request) -> u32 {
     n.min(MAX_TICKS)
 }
 
-/// A stream of `n` tick events, `interval` apart, then a `done` event.
-pub fn events(n: u32, interval: Duration) -> Response {
-    Response::stream(move |out| {
-        // Tell EventSource clients how long to wait before reconnecting.
-        out.write_all(b"retry: 5000\n\n")?;
-        for i in 1..=n {
-            if i > 1 {
-                thread::sleep(interval);
-            }
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-            write!(out, "id: {i}\nevent: tick\ndata: {{\"tick\":{i},\"of\":{n},\"unix\":{now}}}\n\n")?;
-            out.flush()?;
-        }
-        out.write_all(b"event: done\ndata: bye\n\n")?;
-        out.flush()
-    })
-    .with_content_type("text/event-stream")
-    .with_header("Cache-Control", "no-cache")
+/// One open stream: its sender, and how many ticks it has had of how many.
+struct Stream {
+    events: EventSender,
+    sent: u32,
+    of: u32,
 }
 
-/// The page at `/` and the stream at `/events`.
-pub fn handler(req: &mut Request) -> Response {
-    match (req.method(), req.path()) {
-        ("GET" | "HEAD", "/") => Response::html(PAGE),
-        ("GET", "/events") => events(ticks(req), TICK),
-        (_, "/") => Response::status(405).with_header("Allow", "GET, HEAD"),
-        (_, "/events") => Response::status(405).with_header("Allow", "GET"),
-        _ => Response::status(404),
+impl Stream {
+    /// Sends the next tick, or `done` after the last; false when the
+    /// stream is over (the sender is then dropped, which ends it) or its
+    /// client went away.
+    fn next(&mut self) -> bool {
+        if self.sent == self.of {
+            let _ = self.events.send(&Event::data("bye").with_event("done"));
+            return false;
+        }
+        self.sent += 1;
+        let (i, n) = (self.sent, self.of);
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        let tick = Event::data(format!("{{\"tick\":{i},\"of\":{n},\"unix\":{now}}}")).with_event("tick");
+        self.events.send(&tick.with_id(i.to_string())).is_ok()
     }
 }
 
+/// Every open stream.
+#[derive(Default)]
+pub struct Ticks {
+    streams: Mutex<Vec<Stream>>,
+}
+
+impl Ticks {
+    /// No stream open yet.
+    pub fn new() -> Arc<Ticks> {
+        Arc::default()
+    }
+
+    /// A stream of `n` ticks: the first at once, the others at each
+    /// [`Ticks::tick`], then `done`.
+    pub fn open(&self, n: u32) -> Response {
+        let (events, resp) = events::channel();
+        // Tell EventSource clients how long to wait before reconnecting.
+        let _ = events.send(&Event::retry(Duration::from_secs(5)));
+        let mut stream = Stream { events, sent: 0, of: n };
+        if stream.next() {
+            self.streams.lock().unwrap().push(stream);
+        }
+        resp
+    }
+
+    /// Sends every open stream its next tick.
+    pub fn tick(&self) {
+        self.streams.lock().unwrap().retain_mut(Stream::next);
+    }
+
+    /// The page at `/` and the stream at `/events`.
+    pub fn handle(&self, req: &mut Request) -> Response {
+        match (req.method(), req.path()) {
+            ("GET" | "HEAD", "/") => Response::html(PAGE),
+            ("GET", "/events") => self.open(ticks(req)),
+            (_, "/") => Response::status(405).with_header("Allow", "GET, HEAD"),
+            (_, "/events") => Response::status(405).with_header("Allow", "GET"),
+            _ => Response::status(404),
+        }
+    }
+}
+
+#[allow(dead_code)] // The tests include this file for `Ticks`.
 fn main() -> std::io::Result<()> {
     let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:8006".into());
-    // Each open stream holds a worker: allow a few dozen at once.
-    let server = Server::bind(&addr)?.workers(32);
+    let ticks = Ticks::new();
+    let ticker = Arc::clone(&ticks);
+    thread::spawn(move || {
+        loop {
+            thread::sleep(TICK);
+            ticker.tick();
+        }
+    });
+    let server = Server::bind(&addr)?;
     eprintln!("server-sent events on http://{}/events?n=5", server.local_addr()?);
-    server.serve(handler)
+    server.serve(move |req: &mut Request| ticks.handle(req))
 }

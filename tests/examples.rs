@@ -3,10 +3,12 @@
 //! `ServeDir`, whose cases are in `tests/helpers.rs`; here the example's
 //! three requests. Upgrades over a socket are in `tests/upgrade.rs`.)
 
+use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use httpool::test::{TestRequest, TestServer};
-use httpool::{Request, Version};
+use httpool::{Request, Server, Version};
 
 // Each example's `main` is the example's, not these tests'.
 #[allow(dead_code)]
@@ -271,25 +273,57 @@ fn upload_refuses_bad_names_other_methods_and_paths() {
 
 #[test]
 fn sse_streams_ticks_then_done() {
-    let resp = TestRequest::get("/events?n=1").send(&sse::handler);
+    let ticks = sse::Ticks::new();
+    let app = Arc::clone(&ticks);
+    let handler = move |req: &mut Request| app.handle(req);
+    let resp = TestRequest::get("/events?n=1").send(&handler);
     assert_eq!(resp.header("content-type"), Some("text/event-stream"));
     assert_eq!(resp.header("cache-control"), Some("no-cache"));
     assert_eq!(resp.header("transfer-encoding"), Some("chunked"));
+    // The first tick comes at once; the stream is still open.
     let text = resp.text();
-    assert!(text.starts_with("retry: 5000\n\nid: 1\nevent: tick\ndata: {\"tick\":1,\"of\":1,\"unix\":"), "{text}");
-    assert!(text.ends_with("}\n\nevent: done\ndata: bye\n\n"), "{text}");
+    assert!(text.starts_with("retry: 5000\n\nevent: tick\nid: 1\ndata: {\"tick\":1,\"of\":1,\"unix\":"), "{text}");
+    // Its `done` comes at the next tick, and ends it.
+    ticks.tick();
+    let resp = TestRequest::get("/events?n=0").send(&handler);
+    assert_eq!(resp.text(), "retry: 5000\n\nevent: done\ndata: bye\n\n");
     assert!(resp.is_kept_alive());
 }
 
 #[test]
-fn sse_sends_every_tick_asked_for() {
-    let resp = TestRequest::get("/").send(&|_: &mut Request| sse::events(3, Duration::ZERO));
-    let ticks: Vec<&str> = resp.text().lines().filter(|l| l.starts_with("id: ")).collect();
-    assert_eq!(ticks, ["id: 1", "id: 2", "id: 3"]);
-    // HTTP/1.0 has no chunked: the stream ends with the connection.
-    let resp = TestRequest::get("/").version(Version::Http10).send(&|_: &mut Request| sse::events(0, Duration::ZERO));
-    assert_eq!(resp.text(), "retry: 5000\n\nevent: done\ndata: bye\n\n");
-    assert!(!resp.is_kept_alive());
+fn sse_sends_every_tick_asked_for_from_one_thread_to_parked_streams() {
+    let ticks = sse::Ticks::new();
+    let app = Arc::clone(&ticks);
+    let server =
+        Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(move |req: &mut Request| app.handle(req)).unwrap();
+    let mut streams: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(server.local_addr()).unwrap()).collect();
+    for stream in &mut streams {
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        stream.write_all(b"GET /events?n=3 HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    }
+    // Read each stream up to `until`.
+    let read_up_to = |stream: &mut std::net::TcpStream, until: &str| {
+        let mut got = Vec::new();
+        let mut byte = [0];
+        while !String::from_utf8_lossy(&got).contains(until) {
+            assert_eq!(stream.read(&mut byte).unwrap(), 1, "{}", String::from_utf8_lossy(&got));
+            got.push(byte[0]);
+        }
+    };
+    for stream in &mut streams {
+        read_up_to(stream, "id: 1\n");
+    }
+    for i in 2..=3 {
+        ticks.tick();
+        for stream in &mut streams {
+            read_up_to(stream, &format!("id: {i}\n"));
+        }
+    }
+    ticks.tick();
+    for stream in &mut streams {
+        read_up_to(stream, "event: done\ndata: bye\n\n\r\n0\r\n\r\n");
+    }
+    assert!(server.shutdown());
 }
 
 #[test]
@@ -309,14 +343,16 @@ fn sse_reads_n_from_the_query_capped() {
 
 #[test]
 fn sse_serves_its_page_and_refuses_the_rest() {
-    let page = TestRequest::get("/").send(&sse::handler);
+    let ticks = sse::Ticks::new();
+    let handler = move |req: &mut Request| ticks.handle(req);
+    let page = TestRequest::get("/").send(&handler);
     assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
     assert!(page.text().contains("new EventSource(\"/events?n=10\")"));
-    let post = TestRequest::post("/").send(&sse::handler);
+    let post = TestRequest::post("/").send(&handler);
     assert_eq!((post.status(), post.header("allow")), (405, Some("GET, HEAD")));
-    let post = TestRequest::post("/events").send(&sse::handler);
+    let post = TestRequest::post("/events").send(&handler);
     assert_eq!((post.status(), post.header("allow")), (405, Some("GET")));
-    assert_eq!(TestRequest::get("/elsewhere").send(&sse::handler).status(), 404);
+    assert_eq!(TestRequest::get("/elsewhere").send(&handler).status(), 404);
 }
 
 #[test]
