@@ -6,7 +6,7 @@
 //! cargo run --example websocket            # ws://127.0.0.1:8002/echo
 //! ```
 
-use httpool::websocket::{self, Message};
+use httpool::websocket;
 use httpool::{Request, Response, Server};
 
 /// Answers `GET /echo` with the WebSocket handshake (RFC 6455 §4.2);

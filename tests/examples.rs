@@ -298,7 +298,7 @@ fn sse_sends_every_tick_asked_for_from_one_thread_to_parked_streams() {
         Server::bind("127.0.0.1:0").unwrap().workers(1).spawn(move |req: &mut Request| app.handle(req)).unwrap();
     let mut streams: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(server.local_addr()).unwrap()).collect();
     for stream in &mut streams {
-        stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         stream.write_all(b"GET /events?n=3 HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
     }
     // Read each stream up to `until`.
