@@ -43,7 +43,8 @@ pub enum Closed {
     /// The client went away, the request was a `HEAD` (no body to carry
     /// events), or the connection failed.
     Gone,
-    /// The client fell [`EventStream::queue_limit`] bytes behind: it was cut.
+    /// The client fell its queue limit behind
+    /// ([`EventStream::queue_limit`](crate::events::EventStream::queue_limit)): it was cut.
     FellBehind,
     /// The server is shutting down.
     Shutdown,
