@@ -55,14 +55,14 @@ pub(crate) fn plan(resp: &Response, version: Version, is_head: bool) -> Result<R
         // next final response for this request's.
         return Err("a 1xx status other than 101 is not a final response");
     }
-    if matches!(resp.body, Payload::Events(..)) && resp.declared_length.is_some() && !is_head {
-        return Err("an event stream has no length to declare");
-    }
     let known = match &resp.body {
         Payload::Static(_) | Payload::Inline(_) | Payload::Owned(_) | Payload::Shared(_) => {
             resp.body.in_memory().map(|b| b.len() as u64)
         }
         Payload::Reader { len, .. } => *len,
+        Payload::Events(..) if resp.declared_length.is_some() && !is_head => {
+            return Err("an event stream has no length to declare");
+        }
         Payload::Writer(_) | Payload::Events(..) => None,
         Payload::File { len, .. } => Some(*len),
     };

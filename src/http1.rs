@@ -370,8 +370,10 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         }
         turn.requests += 1;
         match respond(conn, io, cx, head) {
-            _ if conn.is_sending() => return pause(conn, cx, Next::Park),
-            _ if conn.is_streaming() => {
+            _ if conn.phase.holds_answer() => {
+                if conn.is_sending() {
+                    return pause(conn, cx, Next::Park);
+                }
                 if let Some(next) = stream::turn(conn, io, cx) {
                     return next;
                 }

@@ -237,8 +237,9 @@ impl Response {
     /// True when the response switches protocols (a `101`): by a closure
     /// on the worker ([`Response::upgrade`]), or a session that parks
     /// (`crate::websocket`).
+    #[inline]
     pub(crate) fn switches(&self) -> bool {
-        self.upgrade.is_some() || matches!(self.body, Payload::Events(_, Some(_)))
+        self.upgrade.is_some() || (self.status == 101 && matches!(self.body, Payload::Events(_, Some(_))))
     }
 
     /// True when dropping the response would free nothing: no heap memory,

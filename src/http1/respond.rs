@@ -93,12 +93,6 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
         false if !body_done || conn.has_unparsed() => Then::Linger,
         false => Then::Close,
     };
-    if let Payload::Events(..) = &resp.body {
-        let Payload::Events(feed, session) = std::mem::replace(&mut resp.body, Payload::Static(b"")) else {
-            unreachable!("matched above")
-        };
-        return start_stream(conn, cx, feed, session, framing, then);
-    }
     if let Err(e) = write_body(conn, io, cx, &mut resp.body, framing, then) {
         write_failed(cx, &e);
         return conn.cut_short(then);
@@ -458,6 +452,13 @@ fn write_body<T: Transport, H: ?Sized>(
     then: Then,
 ) -> io::Result<()> {
     if let ResponseFraming::None { .. } = framing {
+        // A session after its `101`; or an event stream with no body to
+        // carry it (the answer to a `HEAD`), whose senders are told so.
+        if let Payload::Events(..) = body {
+            if let Payload::Events(feed, session) = std::mem::replace(body, Payload::Static(b"")) {
+                start_stream(conn, cx, feed, session, framing, then);
+            }
+        }
         return Ok(());
     }
     let (out, timeout) = (&mut cx.scratch.out, cx.config.write_timeout);
@@ -492,8 +493,11 @@ fn write_body<T: Transport, H: ?Sized>(
             io.end_streaming();
             return written;
         }
-        // Started before (`start_stream`).
-        Payload::Events(..) => return Ok(()),
+        // The connection parks between its messages (`http1::stream`).
+        Payload::Events(feed, session) => {
+            start_stream(conn, cx, feed, session, framing, then);
+            return Ok(());
+        }
         Payload::Writer(write) => {
             let written = streamed(cx.counters, &cx.peer, || {
                 let mut writer = BodyWriter::new(io, out, framing, timeout);
@@ -523,20 +527,19 @@ fn start_stream<H: ?Sized>(
     session: Option<Box<dyn Session>>,
     framing: ResponseFraming,
     then: Then,
-) -> Then {
+) {
     let (chunked, then) = match framing {
         _ if session.is_some() => (false, Then::Close),
         ResponseFraming::Chunked => (true, then),
         ResponseFraming::CloseDelimited => (false, then),
         ResponseFraming::None { .. } | ResponseFraming::Length(_) => {
             feed.close(Closed::Gone);
-            return then;
+            return;
         }
     };
     let stream = Streaming::new(feed, session, chunked, then, &cx.scratch.out, Instant::now());
     cx.scratch.out.clear();
     conn.phase.stream(stream);
-    then
 }
 
 /// Runs a body's own code (a reader's `read`, a stream's closure): a panic
