@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 pub use crate::feed::Closed;
-use crate::feed::{Chunk, Feed};
+use crate::feed::{Chunk, Feed, Unstarted};
 use crate::request::Request;
 use crate::response::{Content, Payload, Response};
 
@@ -237,7 +237,7 @@ impl EventStream {
     pub fn open(self) -> (EventSender, Response) {
         let feed = Arc::new(Feed::new(self.queue_limit, self.keep_alive));
         let resp = Response::status(200)
-            .with_body(Content(Payload::Events(Arc::clone(&feed), None)))
+            .with_body(Content(Payload::Events(Unstarted::new(Arc::clone(&feed)), None)))
             .with_content_type("text/event-stream")
             .with_header("cache-control", "no-cache");
         (EventSender::new(feed), resp)
@@ -400,7 +400,8 @@ mod tests {
 
     fn attached(limit: usize) -> (EventSender, Arc<Feed>, Arc<Counted>) {
         let (sender, resp) = EventStream::new().queue_limit(limit).open();
-        let Payload::Events(feed, _) = resp.body else { panic!("not an event stream") };
+        let Payload::Events(unstarted, _) = resp.body else { panic!("not an event stream") };
+        let feed = unstarted.start();
         let told = Arc::new(Counted::default());
         let server: Arc<dyn Notify> = told.clone();
         feed.attach(Arc::downgrade(&server), 7);
@@ -461,10 +462,12 @@ mod tests {
         let second = news.subscribe();
         assert_eq!(news.send(&Event::data("hello")), 2);
         let Payload::Events(feed, _) = &first.body else { panic!("not an event stream") };
+        let feed = feed.feed();
         feed.close(Closed::Gone);
         assert_eq!(news.send(&Event::data("again")), 1);
         assert_eq!(news.subscribers(), 1);
         let Payload::Events(feed, _) = &second.body else { panic!("not an event stream") };
+        let feed = feed.feed();
         let mut out = Vec::new();
         assert!(matches!(feed.take(&mut out, false), Taken::Some));
         assert_eq!(out, b"data: hello\n\ndata: again\n\n");

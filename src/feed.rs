@@ -22,10 +22,12 @@ pub(crate) trait Notify: Send + Sync {
 /// are whole frames, written between the session's own.
 pub(crate) trait Session: Send {
     /// Handles `input` from the client (calling the application for each
-    /// message), appending what goes back to `out`. False once the session
-    /// is over (the close handshake done, or the client broke the
-    /// protocol): the connection closes once `out` is written.
-    fn input(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool;
+    /// message), appending what goes back to `out`. Returns the bytes it
+    /// holds of a message not yet whole (as near as one input tells), for
+    /// the server-wide budget; `None` once the session is over (the close
+    /// handshake done, or the client broke the protocol): the connection
+    /// closes once `out` is written.
+    fn input(&mut self, input: &[u8], out: &mut Vec<u8>) -> Option<usize>;
 
     /// The client has been silent for `silent`: appends a keep-alive to
     /// `out` (a ping), or, silent too long, a close, returning false.
@@ -61,6 +63,37 @@ impl fmt::Display for Closed {
 }
 
 impl std::error::Error for Closed {}
+
+/// A stream's feed in its response, until the connection takes it: dropped
+/// before that (the answer replaced by an error, its request's body failed,
+/// the handler's wrapper dropped it, a panic), it closes the feed, so that
+/// its senders learn at once rather than queue for nobody.
+pub(crate) struct Unstarted(Option<Arc<Feed>>);
+
+impl Unstarted {
+    pub(crate) fn new(feed: Arc<Feed>) -> Unstarted {
+        Unstarted(Some(feed))
+    }
+
+    /// The connection takes the feed.
+    pub(crate) fn start(mut self) -> Arc<Feed> {
+        self.0.take().expect("a feed is started once")
+    }
+
+    /// The feed (tests).
+    #[cfg(test)]
+    pub(crate) fn feed(&self) -> &Arc<Feed> {
+        self.0.as_ref().expect("not started")
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        if let Some(feed) = self.0.take() {
+            feed.close(Closed::Gone);
+        }
+    }
+}
 
 /// Queued bytes: an event of one stream, or one shared by a broadcast.
 pub(crate) enum Chunk {

@@ -46,7 +46,7 @@ pub(crate) enum Payload {
     /// Server-sent events, queued by their senders and written while the
     /// connection parks between them (`http1::stream`); with a session,
     /// the frames of the protocol a `101` switches to (WebSocket).
-    Events(Arc<crate::feed::Feed>, Option<Box<dyn crate::feed::Session>>),
+    Events(crate::feed::Unstarted, Option<Box<dyn crate::feed::Session>>),
 }
 
 /// A body in memory that is kept beyond the answer, by a cache, and shared

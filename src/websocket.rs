@@ -46,7 +46,7 @@ use tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use tungstenite::protocol::{Role, WebSocketConfig, WebSocketContext};
 
 pub use crate::feed::Closed;
-use crate::feed::{Chunk, Feed, Session};
+use crate::feed::{Chunk, Feed, Session, Unstarted};
 use crate::request::Request;
 use crate::response::{Content, Payload, Response};
 pub use tungstenite::protocol::{CloseFrame, Message};
@@ -151,9 +151,10 @@ impl WebSocket {
             sender: sender.clone(),
             on_message: Box::new(on_message),
             idle_timeout: self.idle_timeout,
+            unfinished: 0,
         };
         let resp = Response::status(101)
-            .with_body(Content(Payload::Events(feed, Some(Box::new(session)))))
+            .with_body(Content(Payload::Events(Unstarted::new(feed), Some(Box::new(session)))))
             .with_header("upgrade", "websocket")
             .with_header("sec-websocket-accept", derive_accept_key(key.as_bytes()));
         (Some(sender), resp)
@@ -347,6 +348,9 @@ struct Ws {
     sender: Sender,
     on_message: OnMessage,
     idle_timeout: Duration,
+    /// Bytes read since the last whole frame, as near as one input tells:
+    /// what tungstenite holds of a message on its way.
+    unfinished: usize,
 }
 
 /// What tungstenite reads from and writes to: the bytes the connection
@@ -400,44 +404,47 @@ impl Ws {
 }
 
 impl Session for Ws {
-    fn input(&mut self, input: &[u8], out: &mut Vec<u8>) -> bool {
+    fn input(&mut self, input: &[u8], out: &mut Vec<u8>) -> Option<usize> {
         let mut pipe = Pipe { input, out };
+        let mut whole = false;
         loop {
             match self.ctx.read(&mut pipe) {
-                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => {}
+                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => whole = true,
                 Ok(close @ Message::Close(_)) => {
                     // tungstenite answers the close; the connection then ends.
                     self.deliver(close, pipe.out);
                     let _ = self.ctx.flush(&mut pipe);
-                    return false;
+                    return None;
                 }
                 Ok(message) => {
+                    whole = true;
                     if !self.deliver(message, pipe.out) {
                         self.close_with(CloseCode::Error, "", &mut pipe);
-                        return false;
+                        return None;
                     }
                 }
                 Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
                     // Pongs and close answers queued while reading go out.
                     let _ = self.ctx.flush(&mut pipe);
-                    return true;
+                    self.unfinished = if whole { 0 } else { self.unfinished.saturating_add(input.len()) };
+                    return Some(self.unfinished);
                 }
-                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => return false,
+                Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => return None,
                 Err(WsError::Capacity(CapacityError::MessageTooLong { .. })) => {
                     debug!("WebSocket message past max_message_size; closing with 1009");
                     self.close_with(CloseCode::Size, "message too big", &mut pipe);
-                    return false;
+                    return None;
                 }
                 Err(WsError::Utf8(_)) => {
                     debug!("WebSocket text not UTF-8; closing with 1007");
                     self.close_with(CloseCode::Invalid, "", &mut pipe);
-                    return false;
+                    return None;
                 }
-                Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake)) => return false,
+                Err(WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake)) => return None,
                 Err(e) => {
                     debug!("WebSocket protocol error: {e}; closing with 1002");
                     self.close_with(CloseCode::Protocol, "", &mut pipe);
-                    return false;
+                    return None;
                 }
             }
         }

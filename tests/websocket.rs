@@ -346,3 +346,48 @@ fn shutdown_closes_every_socket_with_1001() {
         assert_eq!(sender.closed(), Some(Closed::Shutdown));
     }
 }
+
+/// A handshake whose answer is replaced (here a `413`: a body too long to
+/// read before the switch) leaves no socket behind: its sender learns at
+/// once. (The feed stayed open, taking messages for nobody, and a
+/// `Broadcast` counted each such request as a socket. Found by a review.)
+#[test]
+fn a_handshake_answered_otherwise_leaves_no_socket_behind() {
+    let (server, senders, _seen) = plain();
+    let mut conn = connect(server.local_addr());
+    let head = String::from_utf8(handshake()).unwrap().replace("\r\n\r\n", "\r\nContent-Length: 300000\r\n\r\n");
+    send(&mut conn, &[head.into_bytes(), vec![b'x'; 70_000]].concat());
+    let reply = read_reply(&mut conn, false).unwrap();
+    assert_eq!(reply.status, 413);
+    let sender = senders.recv_timeout(PATIENCE).unwrap();
+    assert_eq!(sender.closed(), Some(Closed::Gone));
+    let all = websocket::Broadcast::new();
+    all.add(sender);
+    assert_eq!(all.send(&Message::text("anyone?")), 0);
+    server.shutdown();
+}
+
+/// What a socket holds of a message on its way counts against the
+/// server's budget for parked bytes (`max_pending_head_bytes`): past it the
+/// socket is closed with 1013 rather than hold more. (A client announcing
+/// 1 MiB frames on every socket could make the server hold that much on
+/// each. Found by a review.)
+#[test]
+fn a_message_on_its_way_takes_a_share_of_the_servers_budget() {
+    let (server, _senders, seen) = server(|s| s.max_pending_head_bytes(32 * 1024), WebSocket::new());
+    // A whole message far past the budget is fine: it is not kept.
+    let mut whole = connect(server.local_addr());
+    open(&mut whole);
+    send(&mut whole, &frame(1, &[b'w'; 40_000]));
+    let mut echo = vec![0x81, 126];
+    echo.extend_from_slice(&40_000u16.to_be_bytes());
+    expect(&mut whole, &[echo, vec![b'w'; 40_000]].concat());
+    // One that stays on its way past the budget is refused.
+    let mut partial = connect(server.local_addr());
+    open(&mut partial);
+    let message = frame(2, &[7; 100_000]);
+    send(&mut partial, &message[..60_000]);
+    expect(&mut partial, &server_frame(8, &close_payload(1013, "the server is busy")));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    server.shutdown();
+}

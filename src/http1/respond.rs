@@ -456,7 +456,7 @@ fn write_body<T: Transport, H: ?Sized>(
         // carry it (the answer to a `HEAD`), whose senders are told so.
         if let Payload::Events(..) = body {
             if let Payload::Events(feed, session) = std::mem::replace(body, Payload::Static(b"")) {
-                start_stream(conn, cx, feed, session, framing, then);
+                start_stream(conn, cx, feed.start(), session, framing, then);
             }
         }
         return Ok(());
@@ -495,7 +495,7 @@ fn write_body<T: Transport, H: ?Sized>(
         }
         // The connection parks between its messages (`http1::stream`).
         Payload::Events(feed, session) => {
-            start_stream(conn, cx, feed, session, framing, then);
+            start_stream(conn, cx, feed.start(), session, framing, then);
             return Ok(());
         }
         Payload::Writer(write) => {

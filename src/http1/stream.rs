@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{ConnState, Ctx, LINGER, Next, TURN_BYTES, Then, close, close_lingering, pause, write_failed};
+use crate::config::FREE_PENDING_BYTES;
 use crate::feed::{Closed, Feed, Session, Taken};
 use crate::io::{Ready, Transport, now};
-use crate::stats::Held;
+use crate::stats::{Counters, Held};
 
 /// The keep-alive comment of an event stream, as a chunk and bare.
 const BEAT_CHUNKED: &[u8] = b"3\r\n:\n\n\r\n";
@@ -30,6 +31,10 @@ const KEPT_CAPACITY: usize = 256;
 /// The close code a session ends with at shutdown (RFC 6455 §7.4.1:
 /// going away).
 const GOING_AWAY: u16 = 1001;
+
+/// The close code of a session whose message on its way found no room in
+/// the server's budget (the IANA registry's "Try Again Later").
+const TRY_AGAIN_LATER: u16 = 1013;
 
 /// A stream or session under way on its connection.
 pub(crate) struct Streaming {
@@ -46,9 +51,15 @@ pub(crate) struct Streaming {
     /// the session answers.
     pending: Vec<u8>,
     at: usize,
-    /// When the client last took bytes (or the stream began): the write
-    /// timeout runs from it while bytes are pending.
+    /// Everything pending was written, but a TLS session holds records of
+    /// it that the socket had no room for: the connection waits for room
+    /// as if bytes were pending.
+    unflushed: bool,
+    /// When the client last took bytes, or bytes began to wait for it: the
+    /// write timeout runs from it while bytes are pending.
     since: Instant,
+    /// The last write left bytes pending (so `since` runs).
+    waiting: bool,
     /// A keep-alive is due this long after this: the last bytes queued (a
     /// stream), or the last heard from the client or sent to it as a ping
     /// (a session).
@@ -62,6 +73,9 @@ pub(crate) struct Streaming {
     ended: bool,
     /// Pending bytes of a parked stream, counted against `max_unsent_bytes`.
     held: Option<Held>,
+    /// What a session holds of a message on its way past
+    /// `FREE_PENDING_BYTES`, counted against `max_pending_head_bytes`.
+    unfinished: Option<Held>,
 }
 
 impl fmt::Debug for Streaming {
@@ -93,12 +107,15 @@ impl Streaming {
             then,
             pending: head.to_vec(),
             at: 0,
+            unflushed: false,
             since: now,
+            waiting: false,
             beat_from: now,
             heard_at: now,
             closing: None,
             ended: false,
             held: None,
+            unfinished: None,
         }
     }
 
@@ -110,7 +127,7 @@ impl Streaming {
     /// True while bytes wait for the client to take them: the connection
     /// parks watching for room to write.
     pub(crate) fn is_blocked(&self) -> bool {
-        self.at < self.pending.len()
+        self.at < self.pending.len() || self.unflushed
     }
 
     /// When the park ends: the write timeout while bytes are pending, the
@@ -136,6 +153,11 @@ impl Streaming {
     /// Writes what the client takes now: `Ok(true)` once everything
     /// pending is out.
     fn write<T: Transport>(&mut self, io: &mut T) -> std::io::Result<bool> {
+        if !self.waiting {
+            // Bytes begin to wait for the client now, not when it last
+            // took some (maybe long ago, before a silence).
+            self.since = Instant::now();
+        }
         while self.at < self.pending.len() {
             match now(|| io.write(&self.pending[self.at..]))? {
                 Some(0) => return Err(std::io::ErrorKind::WriteZero.into()),
@@ -143,12 +165,19 @@ impl Streaming {
                     self.at += n;
                     self.since = Instant::now();
                 }
-                None => return Ok(false),
+                None => {
+                    self.waiting = true;
+                    return Ok(false);
+                }
             }
         }
-        if now(|| io.flush())?.is_none() {
+        // Over TLS the last records may be held in the session for room.
+        self.unflushed = now(|| io.flush())?.is_none();
+        if self.unflushed {
+            self.waiting = true;
             return Ok(false);
         }
+        self.waiting = false;
         self.at = 0;
         self.pending.clear();
         if self.pending.capacity() > KEPT_CAPACITY {
@@ -156,6 +185,25 @@ impl Streaming {
         }
         self.held = None;
         Ok(true)
+    }
+
+    /// Takes (or grows) the share of `max_pending_head_bytes` (`cap`) that
+    /// `unfinished` bytes of a message on its way need past
+    /// `FREE_PENDING_BYTES`, and gives it back once a message is whole.
+    /// False when the budget has no room.
+    fn hold_unfinished(&mut self, unfinished: usize, counters: &Counters, cap: u64) -> bool {
+        let beyond = unfinished.saturating_sub(FREE_PENDING_BYTES) as u64;
+        if beyond == 0 {
+            self.unfinished = None;
+            return true;
+        }
+        match &mut self.unfinished {
+            Some(share) => share.grow_to(beyond, cap),
+            None => {
+                self.unfinished = counters.hold_pending(beyond, cap);
+                self.unfinished.is_some()
+            }
+        }
     }
 
     /// Queues the end: an event stream's last chunk, a session's close
@@ -210,7 +258,16 @@ pub(super) fn turn<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx
     loop {
         match look(conn, io, cx, &mut read) {
             Step::Again => {}
-            Step::Park => return Some(pause(conn, cx, Next::Park)),
+            Step::Park => {
+                // What the client sent meanwhile (a request pipelined behind
+                // an event stream) takes its share of the server's budget
+                // for parked bytes, as an unfinished head does.
+                if !conn.hold_parked_head(cx.counters, cx.config) {
+                    debug!("{}: stream cut: max_pending_head_bytes is held", cx.peer);
+                    return Some(cut(conn, io, cx));
+                }
+                return Some(pause(conn, cx, Next::Park));
+            }
             Step::Yield => return Some(pause(conn, cx, Next::Yield)),
             Step::WaitForRoom => {
                 if let Err(e) = io.wait(Ready::Writable, cx.config.write_timeout) {
@@ -242,11 +299,26 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
     let stopping = cx.is_stopping();
     let Some(stream) = conn.phase.streaming() else { return Step::Over(Then::KeepAlive) };
     if stopping && !stream.ended {
-        // What was sent before the stop goes out, then the end.
-        if let Taken::Cut = stream.feed.take(&mut stream.pending, stream.chunked) {
-            return Step::Cut;
+        // What was sent before the stop goes out, then the end: the
+        // application's close if it asked for one, else the server's.
+        loop {
+            match stream.feed.take(&mut stream.pending, stream.chunked) {
+                Taken::Some => {}
+                Taken::Cut => return Step::Cut,
+                Taken::Close(code, reason) if stream.session.is_some() => {
+                    if let Some(session) = &mut stream.session {
+                        session.close(code, &reason, &mut stream.pending);
+                    }
+                    stream.feed.close(Closed::Shutdown);
+                    stream.ended = true;
+                    break;
+                }
+                Taken::Close(..) | Taken::Ended | Taken::Nothing => {
+                    stream.end(Some(Closed::Shutdown));
+                    break;
+                }
+            }
         }
-        stream.end(Some(Closed::Shutdown));
         stream.then = Then::Close;
     }
     match stream.write(io) {
@@ -327,6 +399,14 @@ fn session_input<T: Transport, H: ?Sized>(
     read: &mut usize,
     now: Instant,
 ) -> Step {
+    if let Some(stream) = conn.phase.streaming() {
+        // A client that keeps sending does not put off the end of the wait
+        // for its close.
+        if stream.closing.is_some_and(|closing| now >= closing + LINGER) {
+            debug!("{}: session closed: the client did not answer the close", cx.peer);
+            return Step::Cut;
+        }
+    }
     if !conn.has_unparsed() {
         if *read >= TURN_BYTES {
             return Step::Yield;
@@ -349,17 +429,21 @@ fn session_input<T: Transport, H: ?Sized>(
         stream.heard_at = now;
         stream.beat_from = now;
         let session = stream.session.as_mut().expect("a session reads");
-        if !session.input(input, &mut stream.pending) {
-            stream.end(None);
+        match session.input(input, &mut stream.pending) {
+            None => stream.end(None),
+            Some(unfinished) => {
+                if !stream.hold_unfinished(unfinished, cx.counters, cx.config.max_pending_head_bytes) {
+                    debug!("{}: session closed: max_pending_head_bytes is held", cx.peer);
+                    let session = stream.session.as_mut().expect("a session reads");
+                    session.close(TRY_AGAIN_LATER, "the server is busy", &mut stream.pending);
+                    stream.end(None);
+                }
+            }
         }
         conn.discard_unparsed();
         return Step::Again;
     }
-    if let Some(closing) = stream.closing {
-        if now >= closing + LINGER {
-            debug!("{}: session closed: the client did not answer the close", cx.peer);
-            return Step::Cut;
-        }
+    if stream.closing.is_some() {
         return Step::Park;
     }
     if stream.deadline(cx.config.write_timeout).is_some_and(|due| due <= now) {

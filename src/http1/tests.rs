@@ -2894,3 +2894,37 @@ fn a_websocket_session_reads_frames_cut_anywhere_and_answers_a_client_taking_a_b
     assert_eq!(io.written[end..], [0x81, 2, b'h', b'i', 0x88, 2, 0x03, 0xe8]);
     assert!(ended.closed);
 }
+
+/// Over TLS a write is taken whole into records, which the socket may not
+/// have room for: a stream whose last bytes are held so waits for room like
+/// one with bytes pending. (It parked watching for reads only, its records
+/// stuck until something else woke it; with an event queued meanwhile, it
+/// was served again at once, turn after turn: a worker spinning. Found by
+/// a review.)
+#[test]
+fn an_event_stream_over_tls_waits_for_room_while_the_session_holds_its_records() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let handler = move |_: &mut Request<'_>| {
+        let (events, resp) = crate::events::channel();
+        tx.lock().unwrap().send(events).unwrap();
+        resp
+    };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    (io.tls, io.records) = (true, true);
+    s.run(&mut io, Some(5));
+    let head = "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/event-stream\r\ncache-control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(redact_dates(&io.written), head);
+    assert!(io.held.is_empty() && !s.conn.waits_for_room());
+    let events = rx.recv().unwrap();
+    for i in 0..3 {
+        events.send(&crate::events::Event::data(format!("e{i}"))).unwrap();
+        // The server is woken by the sender; here, the test serves it again.
+        s.run(&mut io, Some(5));
+    }
+    assert_eq!(
+        redact_dates(&io.written),
+        format!("{head}a\r\ndata: e0\n\n\r\na\r\ndata: e1\n\n\r\na\r\ndata: e2\n\n\r\n")
+    );
+}

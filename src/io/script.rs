@@ -65,6 +65,14 @@ pub(crate) struct Script {
     pub(crate) record_begun: bool,
     /// Under `tls`: bytes of close_notify waiting in the session for room.
     pub(crate) alert_left: usize,
+    /// Under `tls`, writes as rustls takes them: whole, into records the
+    /// session holds while the socket has no room for them (a write with
+    /// records held and no room, or a flush that cannot send them all, is
+    /// `WouldBlock`), so a write that took every byte may still leave some
+    /// unsent.
+    pub(crate) records: bool,
+    /// Under `records`: bytes the session holds for room.
+    pub(crate) held: Vec<u8>,
     /// Bytes the client takes before the socket is full (`None`: no
     /// limit); a wait for room lifts the limit, as a client reading on
     /// would.
@@ -170,6 +178,15 @@ impl Write for Script {
         if self.shut_write {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
+        if self.tls && self.records {
+            if !self.send_held() {
+                self.disarmed = false;
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.held.extend_from_slice(buf);
+            self.send_held();
+            return Ok(buf.len());
+        }
         let n = match &mut self.room {
             Some(0) => {
                 self.disarmed = false;
@@ -187,6 +204,10 @@ impl Write for Script {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if !self.send_held() {
+            self.disarmed = false;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         self.send_alert()
     }
 }
@@ -195,6 +216,17 @@ impl Write for Script {
 const ALERT_LEN: usize = 24;
 
 impl Script {
+    /// Under `records`, sends what the socket takes now of the records held:
+    /// true once none is left.
+    fn send_held(&mut self) -> bool {
+        let n = self.room.map_or(self.held.len(), |room| room.min(self.held.len()));
+        if let Some(room) = &mut self.room {
+            *room -= n;
+        }
+        self.written.extend(self.held.drain(..n));
+        self.held.is_empty()
+    }
+
     /// Under `tls`, sends what the socket takes now of the close_notify
     /// waiting in the session (a record goes in pieces, as any write).
     fn send_alert(&mut self) -> io::Result<()> {

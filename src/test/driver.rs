@@ -101,8 +101,22 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
     /// lost, and a request would go unanswered.
     pub(crate) fn run(&mut self, io: &mut Script, room: Option<usize>) -> Ended {
         io.release();
+        // Turns in a row that neither read nor wrote: a connection served
+        // again at once without progress would spin its worker.
+        let (mut idle_turns, mut last) = (0, None);
+        // The client takes bytes while the server waits for room: the
+        // socket has room at first, and again after each park that watched
+        // for it, not merely because the connection is served again (a
+        // full socket stays full for a connection woken by something else).
+        io.room = room.map(|r| r.max(1));
         loop {
-            io.room = room.map(|r| r.max(1));
+            let state = Some((io.written.len(), io.current.len(), io.chunks.len(), io.fin));
+            idle_turns = if state == last { idle_turns + 1 } else { 0 };
+            last = state;
+            assert!(
+                idle_turns < 1000,
+                "served {idle_turns} times in a row with nothing read, written or arrived: a spin"
+            );
             let next = self.serve(io);
             self.outcomes.push(next);
             match next {
@@ -125,6 +139,7 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
                     // The client reads on; what it sends meanwhile waits in
                     // the socket without waking the connection (watched for
                     // room only, however it was registered).
+                    io.room = room.map(|r| r.max(1));
                     io.left_seat = false;
                     io.release();
                 }
