@@ -12,7 +12,7 @@
 #   - delivery p50/p99: arrival minus the server's stamp (unix ms, same clock);
 #   - echo p99 (ws): round trip of a text message to its echo;
 #   - the server's Threads and VmRSS (/proc/PID/status) at the window's end,
-#     and its CPU over the window (% of one core);
+#     and its CPU over the window (% of one core; the client's own beside it);
 #   - GET / at 4 a second on a keep-alive client: p50/p99 and answered/asked.
 # Before the runs, each server's GET / alone (no streams open) is the baseline.
 #
@@ -171,25 +171,29 @@ done
 # The table: one row per run, from the result lines.
 echo
 awk '
-function v(k) { return (k in f) ? f[k] : "-" }
+function v(k) { return (k in f && f[k] != "-1.00") ? f[k] : "-" }
 function mib(k) { return (k in f) ? sprintf("%.1f", f[k] / 1024) : "-" }
 /^result / {
     delete f
     for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
     if (f["n"] == 0) {
-        printf "| %s | baseline (no streams) | | | | | | %.1f | | %s / %s ms | %s/%s |\n", \
-            v("server"), mib("rss_kib"), v("get_p50_ms"), v("get_p99_ms"), v("get_ok"), v("get_asked")
+        printf "| %s | baseline (no streams) | | | | | %s | %s | %s | | %s / %s ms | %s/%s |\n", \
+            v("server"), v("threads"), mib("rss_kib"), v("server_cpu_pct"), v("get_p50_ms"), \
+            v("get_p99_ms"), v("get_ok"), v("get_asked")
         next
     }
     echo_p99 = f["mode"] == "ws" ? v("echo_p99_ms") " (" v("echo_ok") "/" v("echo_sent") ")" : ""
-    died = f["server_exited"] == "true" ? " (server exited)" : ""
-    printf "| %s | %s %s | %s%s | %s (%s) | %s / %s | %s | %s | %s | %s | %s / %s ms | %s/%s |\n", \
-        v("server"), v("mode"), v("n"), v("connected"), died, v("missed"), v("missed_subs"), \
-        v("deliv_p50_ms"), v("deliv_p99_ms"), echo_p99, v("threads"), mib("rss_kib"), \
-        v("server_cpu_pct"), v("get_p50_ms"), v("get_p99_ms"), v("get_ok"), v("get_asked")
+    threads = v("threads"); rss = mib("rss_kib"); cpu = v("server_cpu_pct")
+    if (f["server_exited"] == "true") {
+        threads = "exited (peak " v("threads_peak") ")"; rss = "peak " mib("rss_peak_kib"); cpu = "-"
+    }
+    printf "| %s | %s %s | %s | %s (%s) | %s / %s | %s | %s | %s | %s | %s | %s / %s ms | %s/%s |\n", \
+        v("server"), v("mode"), v("n"), v("connected"), v("missed"), v("missed_subs"), \
+        v("deliv_p50_ms"), v("deliv_p99_ms"), echo_p99, threads, rss, cpu, v("client_cpu_pct"), \
+        v("get_p50_ms"), v("get_p99_ms"), v("get_ok"), v("get_asked")
 }
 BEGIN {
-    print "| server | run | connected | missed (subscribers) | delivery p50 / p99 ms | echo p99 ms (ok/sent) | threads | RSS MiB | CPU % | GET / p50 / p99 | GET / answered |"
-    print "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    print "| server | run | connected | missed (subscribers) | delivery p50 / p99 ms | echo p99 ms (ok/sent) | threads | RSS MiB | server CPU % | client CPU % | GET / p50 / p99 | GET / answered |"
+    print "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 }' "$RESULTS"
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg); raw results: $RESULTS" >&2

@@ -62,14 +62,16 @@ async fn ws(State(tx): State<Tx>, upgrade: WebSocketUpgrade) -> impl IntoRespons
 }
 
 /// Echoes the client's text and forwards broadcasts until either side ends.
-/// Pings are answered and closes returned by the socket itself.
+/// The socket itself answers pings and closes.
 async fn socket_loop(mut socket: WebSocket, mut rx: broadcast::Receiver<String>) {
     loop {
         let out = tokio::select! {
             msg = socket.recv() => match msg {
                 Some(Ok(Message::Text(text))) => Message::Text(text),
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                // The socket answers a close on the next `recv`, which then
+                // ends the stream.
                 Some(Ok(_)) => continue,
+                Some(Err(_)) | None => return,
             },
             ms = rx.recv() => match ms {
                 Ok(ms) => Message::Text(ms.into()),
