@@ -25,8 +25,9 @@
 # (benches/peers/tinyhttp_broadcast). Environment (or the flags): SERVERS,
 # MODES (sse ws), NS (1000 10000), WINDOW (seconds, 30), BASELINE (1: the
 # GET / baseline first), ROUNDS (1: the whole set that many times, servers
-# interleaved; the table has a row per run), BASE_PORT (19500: each run takes the next port),
-# CARGO_TARGET_DIR (target), SKIP_BUILD (0). Raw result lines are kept in a
+# interleaved; the table has a row per run), BASE_PORT (19500: each run takes
+# the next port), CARGO_TARGET_DIR (target; the peers' too when set),
+# SKIP_BUILD (0). Raw result lines are kept in a
 # file named at the end. Linux only (/proc); 127.0.0.1 only; everything
 # started is stopped on exit.
 set -euo pipefail
@@ -54,7 +55,8 @@ while (($# > 0)); do
     shift 2
 done
 
-CLIENT=$TARGET/broadcast-client
+CLIENT=$(realpath -m "$TARGET/broadcast-client")
+PEERS_TARGET=${CARGO_TARGET_DIR:-$PEERS/target}
 RESULTS=$(mktemp /tmp/broadcast-results.XXXXXX)
 SERVER_PID=
 port=$BASE_PORT
@@ -89,7 +91,7 @@ fi
 declare -A cmd
 built=()
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    (cd ci/broadcast && go build -o "$OLDPWD/$CLIENT" .)
+    (cd ci/broadcast && go build -o "$CLIENT" .)
 fi
 for s in $SERVERS; do
     case $s in
@@ -108,7 +110,7 @@ for s in $SERVERS; do
             echo "!! $s did not build: skipped" >&2
             continue
         fi
-        cmd[$s]=$PEERS/target/release/$pkg
+        cmd[$s]=$PEERS_TARGET/release/$pkg
         built+=("$s")
         ;;
     *)
