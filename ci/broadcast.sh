@@ -19,6 +19,7 @@
 #   bash ci/broadcast.sh                                   # everything, 30 s windows
 #   bash ci/broadcast.sh --servers "axum tiny_http" --modes ws --n "1000" --window 10
 #   SERVERS=axum MODES=sse NS=200 WINDOW=10 bash ci/broadcast.sh
+#   bash ci/broadcast.sh --pin                             # server on CPU 0, client on CPU 1
 #
 # Servers: httpool (examples/broadcast, release; skipped with a note while
 # the example does not exist), axum (benches/peers/axum_broadcast), tiny_http
@@ -26,8 +27,10 @@
 # MODES (sse ws), NS (1000 10000), WINDOW (seconds, 30), BASELINE (1: the
 # GET / baseline first), ROUNDS (1: the whole set that many times, servers
 # interleaved; the table has a row per run), BASE_PORT (19500: each run takes
-# the next port), CARGO_TARGET_DIR (target; the peers' too when set),
-# SKIP_BUILD (0). Raw result lines are kept in a
+# the next port), PIN (0; 1: the server under `taskset -c 0`, the client
+# under `taskset -c 1`, so neither takes the other's CPU; a server that sizes
+# its pool by the CPUs it may use then sees one), CARGO_TARGET_DIR
+# (target; the peers' too when set), SKIP_BUILD (0). Raw result lines are kept in a
 # file named at the end. Linux only (/proc); 127.0.0.1 only; everything
 # started is stopped on exit.
 set -euo pipefail
@@ -39,6 +42,7 @@ NS=${NS:-1000 10000}
 WINDOW=${WINDOW:-30}
 BASELINE=${BASELINE:-1}
 ROUNDS=${ROUNDS:-1}
+PIN=${PIN:-0}
 BASE_PORT=${BASE_PORT:-19500}
 TARGET=${CARGO_TARGET_DIR:-target}
 PEERS=benches/peers
@@ -50,13 +54,16 @@ while (($# > 0)); do
     --window) WINDOW=$2 ;;
     --rounds) ROUNDS=$2 ;;
     --no-baseline) BASELINE=0; shift; continue ;;
-    *) echo "usage: $0 [--servers LIST] [--modes LIST] [--n LIST] [--window SECONDS] [--rounds K] [--no-baseline]" >&2; exit 2 ;;
+    --pin) PIN=1; shift; continue ;;
+    *) echo "usage: $0 [--servers LIST] [--modes LIST] [--n LIST] [--window SECONDS] [--rounds K] [--no-baseline] [--pin]" >&2; exit 2 ;;
     esac
     shift 2
 done
 
 CLIENT=$(realpath -m "$TARGET/broadcast-client")
 PEERS_TARGET=${CARGO_TARGET_DIR:-$PEERS/target}
+SERVER_CPU=() CLIENT_CPU=()
+if [[ $PIN == 1 ]]; then SERVER_CPU=(taskset -c 0) CLIENT_CPU=(taskset -c 1); fi
 RESULTS=$(mktemp /tmp/broadcast-results.XXXXXX)
 SERVER_PID=
 port=$BASE_PORT
@@ -127,7 +134,7 @@ fi
 
 start_server() { # name
     port=$((port + 1))
-    "${cmd[$1]}" "127.0.0.1:$port" 2>"$RESULTS.$1.log" &
+    "${SERVER_CPU[@]}" "${cmd[$1]}" "127.0.0.1:$port" 2>"$RESULTS.$1.log" &
     SERVER_PID=$!
     for ((i = 0; i < 100; i++)); do
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
@@ -142,7 +149,7 @@ start_server() { # name
 run_client() { # name mode n
     local status=0
     # Bounded: the ramp (at most 10 s a batch of 500), the window, the grace.
-    timeout $((WINDOW + 60 + $3 / 25)) "$CLIENT" -url "http://127.0.0.1:$port" -server "$1" \
+    timeout $((WINDOW + 60 + $3 / 25)) "${CLIENT_CPU[@]}" "$CLIENT" -url "http://127.0.0.1:$port" -server "$1" \
         -mode "$2" -n "$3" -window "${WINDOW}s" -pid "$SERVER_PID" | tee -a "$RESULTS" || status=$?
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
         echo "!! $1 exited during the run; its stderr:" >&2
@@ -151,7 +158,7 @@ run_client() { # name mode n
     ((status == 0)) || echo "!! client exit status $status ($1 $2 n=$3)" >&2
 }
 
-echo "servers: ${built[*]}; rounds: $ROUNDS; modes: $MODES; N: $NS; window ${WINDOW}s; ulimit -n $(ulimit -n); $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "servers: ${built[*]}; rounds: $ROUNDS; PIN=$PIN; modes: $MODES; N: $NS; window ${WINDOW}s; ulimit -n $(ulimit -n); $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for ((round = 1; round <= ROUNDS; round++)); do
     for s in "${built[@]}"; do
         if [[ $BASELINE == 1 ]]; then
