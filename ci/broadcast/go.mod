@@ -1,0 +1,5 @@
+module broadcast
+
+go 1.26
+
+require github.com/coder/websocket v1.8.15
