@@ -14,6 +14,54 @@ use std::time::Duration;
 pub(crate) trait Notify: Send + Sync {
     /// The connection whose readiness token is `token` has events queued.
     fn notify(&self, token: usize);
+
+    /// The connections of `tokens` have events queued (a broadcast): one
+    /// look at the engine for the lot.
+    fn notify_all(&self, tokens: &[usize]) {
+        tokens.iter().for_each(|&token| self.notify(token));
+    }
+}
+
+/// A wake-up owed: the server to tell, and the connection's token.
+type Wake = Option<(Weak<dyn Notify>, usize)>;
+
+/// The wake-ups a broadcast owes, made together: a lock of the engine per
+/// batch rather than per subscriber (10,000 subscribers took it 10,000
+/// times a second, and workers waiting for it looked asleep to the
+/// monitor, which started threads for them).
+#[derive(Default)]
+pub(crate) struct Wakes {
+    server: Option<Weak<dyn Notify>>,
+    tokens: Vec<usize>,
+}
+
+/// Wake-ups made in one look at the engine, at most: the engine's lock is
+/// let go between batches.
+const WAKE_BATCH: usize = 256;
+
+impl Wakes {
+    fn add(&mut self, wake: Wake) {
+        let Some((server, token)) = wake else { return };
+        if self.server.as_ref().is_some_and(|s| !Weak::ptr_eq(s, &server)) || self.tokens.len() >= WAKE_BATCH {
+            self.fire();
+        }
+        self.server = Some(server);
+        self.tokens.push(token);
+    }
+
+    /// Makes the wake-ups owed so far.
+    pub(crate) fn fire(&mut self) {
+        if let Some(server) = self.server.as_ref().and_then(Weak::upgrade) {
+            server.notify_all(&self.tokens);
+        }
+        self.tokens.clear();
+    }
+}
+
+impl Drop for Wakes {
+    fn drop(&mut self) {
+        self.fire();
+    }
 }
 
 /// The protocol a parked connection speaks after switching to it
@@ -133,7 +181,7 @@ struct FeedState {
 impl FeedState {
     /// The wake-up a change calls for: the connection's, once, if it is
     /// parked waiting for one.
-    fn wake_up(&mut self) -> Option<(Weak<dyn Notify>, usize)> {
+    fn wake_up(&mut self) -> Wake {
         if !self.armed {
             return None;
         }
@@ -142,7 +190,7 @@ impl FeedState {
     }
 }
 
-pub(crate) fn notify(wake: Option<(Weak<dyn Notify>, usize)>) {
+pub(crate) fn notify(wake: Wake) {
     if let Some((server, token)) = wake {
         if let Some(server) = server.upgrade() {
             server.notify(token);
@@ -187,27 +235,34 @@ impl Feed {
     /// Fails once the stream takes no more; the chunk that puts the queue
     /// past its limit (unless it is alone in it) cuts the stream.
     pub(crate) fn push(&self, chunk: Chunk) -> Result<(), Closed> {
-        let wake = {
-            let mut state = self.lock();
-            if let Some(closed) = state.closed {
-                return Err(closed);
-            }
-            let len = chunk.bytes().len();
-            if state.queued > 0 && state.queued.saturating_add(len) > self.limit {
-                state.closed = Some(Closed::FellBehind);
-                state.queue = VecDeque::new();
-                state.queued = 0;
-                let wake = state.wake_up();
-                drop(state);
-                notify(wake);
-                return Err(Closed::FellBehind);
-            }
-            state.queue.push_back(chunk);
-            state.queued += len;
-            state.wake_up()
-        };
+        let (pushed, wake) = self.push_quietly(chunk);
         notify(wake);
-        Ok(())
+        pushed
+    }
+
+    /// [`Feed::push`], the wake-up it calls for added to `wakes` (made
+    /// when they are fired) rather than made now.
+    pub(crate) fn push_deferred(&self, chunk: Chunk, wakes: &mut Wakes) -> Result<(), Closed> {
+        let (pushed, wake) = self.push_quietly(chunk);
+        wakes.add(wake);
+        pushed
+    }
+
+    fn push_quietly(&self, chunk: Chunk) -> (Result<(), Closed>, Wake) {
+        let mut state = self.lock();
+        if let Some(closed) = state.closed {
+            return (Err(closed), None);
+        }
+        let len = chunk.bytes().len();
+        if state.queued > 0 && state.queued.saturating_add(len) > self.limit {
+            state.closed = Some(Closed::FellBehind);
+            state.queue = VecDeque::new();
+            state.queued = 0;
+            return (Err(Closed::FellBehind), state.wake_up());
+        }
+        state.queue.push_back(chunk);
+        state.queued += len;
+        (Ok(()), state.wake_up())
     }
 
     /// Why the stream takes no more, once it does not.

@@ -359,23 +359,30 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
-    /// Something other than the socket has work for the connection with
-    /// `token` (an event for its stream): parked, it joins its seat's ready
-    /// list, and the seat is returned for its poller to be woken; held by a
-    /// worker, it is marked to be served again when it parks, as by a
-    /// readiness event. Nothing for a connection gone since (its slot free,
-    /// or of a later generation).
-    pub(crate) fn notify(&self, token: Token) -> Option<usize> {
+    /// Something other than the socket has work for the connections with
+    /// `tokens` (an event for their streams): a parked one joins its seat's
+    /// ready list, and the seat is added to `seats` for its poller to be
+    /// woken; one a worker holds is marked to be served again when it
+    /// parks, as by a readiness event. Nothing for a connection gone since
+    /// (its slot free, or of a later generation).
+    pub(crate) fn notify(&self, tokens: &[Token], seats: &mut Vec<usize>) {
         let mut hub = self.lock();
-        let conn = hub.slots.wake(token, false)?;
-        let seat = conn.seat();
-        hub.board.push_ready(seat, conn);
-        if hub.crew.idle() > 0 {
-            // The seat's poller may be busy in a handler: an idle worker
-            // takes the connection from the ready list (`next` steals).
+        let mut queued = false;
+        for &token in tokens {
+            if let Some(conn) = hub.slots.wake(token, false) {
+                let seat = conn.seat();
+                hub.board.push_ready(seat, conn);
+                if !seats.contains(&seat) {
+                    seats.push(seat);
+                }
+                queued = true;
+            }
+        }
+        if queued && hub.crew.idle() > 0 {
+            // A seat's poller may be busy in a handler: an idle worker
+            // takes the connections from the ready lists (`next` steals).
             self.work.notify_one();
         }
-        Some(seat)
     }
 
     /// Finds a thread to take over `seat` while its worker is busy: an idle

@@ -439,7 +439,14 @@ impl Shared {
 
 impl Notify for Shared {
     fn notify(&self, token: usize) {
-        if let Some(seat) = self.engine.notify(Token(token)) {
+        self.notify_all(&[token]);
+    }
+
+    fn notify_all(&self, tokens: &[usize]) {
+        let tokens: Vec<Token> = tokens.iter().map(|&t| Token(t)).collect();
+        let mut seats = Vec::new();
+        self.engine.notify(&tokens, &mut seats);
+        for seat in seats {
             self.seats[seat].wake_for_work();
         }
     }
