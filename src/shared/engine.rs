@@ -285,14 +285,23 @@ impl<C: Occupant> Engine<C> {
 
     /// The next connection for the worker sitting at `seat` (which changes
     /// when the worker adopts another seat). A worker with nothing ready
-    /// polls its seat when nobody does — `poll(seat)`, called without the
-    /// lock, waits for readiness and reports it with [`Engine::deliver`] —
-    /// and else sleeps. An extra worker that sleeps for its whole idle
+    /// polls its seat when nobody does — `poll(seat, wait)`, called without
+    /// the lock, waits for readiness (or with `wait` false only looks) and
+    /// reports it with [`Engine::deliver`] — and else sleeps. One draining
+    /// streams a sender woke looks every so often first
+    /// ([`SeatBoard::wants_look`]). An extra worker that sleeps for its whole idle
     /// timeout leaves, and so does every worker once shutdown has swept
     /// and nothing is left to serve.
-    pub(crate) fn next(&self, seat: &mut usize, mut poll: impl FnMut(usize)) -> Work<C> {
+    pub(crate) fn next(&self, seat: &mut usize, mut poll: impl FnMut(usize, bool)) -> Work<C> {
         let mut hub = self.lock();
         loop {
+            if hub.board.wants_look(*seat) && !self.is_stopping() {
+                hub.board.begin_poll(*seat, true);
+                drop(hub);
+                poll(*seat, false);
+                hub = self.lock();
+                continue;
+            }
             if let Some(mut conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
                 hub.slots.served(&mut conn);
                 return Work::Serve(conn);
@@ -301,7 +310,7 @@ impl<C: Occupant> Engine<C> {
             if !stopping && !hub.board.is_polled(*seat) {
                 hub.board.begin_poll(*seat, true);
                 drop(hub);
-                poll(*seat);
+                poll(*seat, true);
                 hub = self.lock();
                 continue;
             }
@@ -371,7 +380,7 @@ impl<C: Occupant> Engine<C> {
         for &token in tokens {
             if let Some(conn) = hub.slots.wake(token, false) {
                 let seat = conn.seat();
-                hub.board.push_ready(seat, conn);
+                hub.board.push_later(seat, conn);
                 if !seats.contains(&seat) {
                     seats.push(seat);
                 }

@@ -200,10 +200,10 @@ impl Shared {
         me: Option<ThreadRef>,
         mut sit: impl FnMut(usize),
     ) -> Work<Box<Connection>> {
-        let work = self.engine.next(seat, |seat| {
+        let work = self.engine.next(seat, |seat, wait| {
             sit(seat);
             self.seats[seat].served_by(me);
-            self.poll_seat(seat, None, true);
+            self.poll_seat(seat, if wait { None } else { Some(Duration::ZERO) }, true);
         });
         // The worker's own seat, the one it leaves unwatched (a stolen
         // connection's seat has a worker of its own).

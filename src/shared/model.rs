@@ -291,7 +291,7 @@ impl World {
 /// A worker's loop, as `pool.rs` runs it.
 fn worker(world: Arc<World>, mut seat: usize) {
     world.engine.arrive(seat);
-    while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s| world.poll(s)) {
+    while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s, _| world.poll(s)) {
         loop {
             if world.serve(&conn) {
                 world.engine.free(conn.slot);

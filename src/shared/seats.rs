@@ -218,11 +218,30 @@ impl Seat {
 /// there (a hand-over under load, say) allocate nothing; more grows it.
 const READY_CAPACITY: usize = 16;
 
+/// Connections taken from a seat's ready list in a row while some a sender
+/// woke wait in its later list, at most: those are served after requests,
+/// but not starved by them.
+const LATER_AFTER: u32 = 16;
+
 /// Per seat: its ready list and who watches it. Lives under the hub lock.
 pub(crate) struct SeatBoard<C = Box<Connection>> {
     /// Readable connections per seat, oldest first.
     ready: Vec<VecDeque<C>>,
-    /// Connections in all ready lists.
+    /// Per seat, streams a sender woke (their events to write), oldest
+    /// first: served after the readable ones, as a request's answer is
+    /// short and a broadcast to ten thousand streams must not queue the
+    /// requests that come meanwhile behind it; but at least every
+    /// [`LATER_AFTER`] + 1 connections taken from the seat.
+    later: Vec<VecDeque<C>>,
+    /// Per seat, connections taken from its ready list since one was taken
+    /// from its later list (while some waited there).
+    passed: Vec<u32>,
+    /// Per seat, connections taken from its later list since it was last
+    /// polled: a worker draining a broadcast looks for new readiness every
+    /// [`LATER_AFTER`] of them ([`SeatBoard::wants_look`]), so a request
+    /// that comes meanwhile is not found only once the broadcast is out.
+    unlooked: Vec<u32>,
+    /// Connections in all ready and later lists.
     queued: usize,
     /// A thread is polling the seat (or about to).
     polled: Vec<bool>,
@@ -240,6 +259,9 @@ impl<C: Occupant> SeatBoard<C> {
     pub(crate) fn new(seats: usize) -> SeatBoard<C> {
         SeatBoard {
             ready: (0..seats).map(|_| VecDeque::with_capacity(READY_CAPACITY)).collect(),
+            later: (0..seats).map(|_| VecDeque::new()).collect(),
+            passed: vec![0; seats],
+            unlooked: vec![0; seats],
             queued: 0,
             polled: vec![false; seats],
             claimed: vec![false; seats],
@@ -259,7 +281,7 @@ impl<C: Occupant> SeatBoard<C> {
     }
 
     pub(crate) fn has_ready(&self, seat: usize) -> bool {
-        !self.ready[seat].is_empty()
+        !self.ready[seat].is_empty() || !self.later[seat].is_empty()
     }
 
     /// Queues `conn` at the back of `seat`'s ready list.
@@ -268,17 +290,45 @@ impl<C: Occupant> SeatBoard<C> {
         self.queued += 1;
     }
 
-    /// The oldest ready connection of `seat`.
+    /// Queues `conn`, woken by a sender, at the back of `seat`'s later list.
+    pub(crate) fn push_later(&mut self, seat: usize, conn: C) {
+        self.later[seat].push_back(conn);
+        self.queued += 1;
+    }
+
+    /// The oldest ready connection of `seat`, or of its later list when the
+    /// ready one is empty or has gone first [`LATER_AFTER`] times.
     pub(crate) fn pop_ready(&mut self, seat: usize) -> Option<C> {
-        let conn = self.ready[seat].pop_front()?;
+        let later_waits = !self.later[seat].is_empty();
+        let conn = if later_waits && (self.ready[seat].is_empty() || self.passed[seat] >= LATER_AFTER) {
+            self.passed[seat] = 0;
+            self.unlooked[seat] += 1;
+            self.later[seat].pop_front()?
+        } else {
+            let conn = self.ready[seat].pop_front()?;
+            if later_waits {
+                self.passed[seat] += 1;
+            }
+            conn
+        };
         self.queued -= 1;
         self.progress[seat] += 1;
         Some(conn)
     }
 
+    /// True when the worker at `seat`, with only woken streams to serve
+    /// there, should first look (without waiting) for readiness nobody has
+    /// polled for since [`LATER_AFTER`] of them.
+    pub(crate) fn wants_look(&self, seat: usize) -> bool {
+        self.unlooked[seat] >= LATER_AFTER
+            && self.ready[seat].is_empty()
+            && !self.later[seat].is_empty()
+            && !self.polled[seat]
+    }
+
     /// A ready connection of any seat (one whose worker is busy).
     pub(crate) fn steal(&mut self) -> Option<C> {
-        let seat = (0..self.ready.len()).find(|&s| !self.ready[s].is_empty())?;
+        let seat = (0..self.ready.len()).find(|&s| self.has_ready(s))?;
         self.pop_ready(seat)
     }
 
@@ -311,6 +361,7 @@ impl<C: Occupant> SeatBoard<C> {
     /// The caller stopped polling the seat; a worker's poll is progress.
     pub(crate) fn end_poll(&mut self, seat: usize, by_worker: bool) {
         self.polled[seat] = false;
+        self.unlooked[seat] = 0;
         if by_worker {
             self.worker_pollers -= 1;
             self.progress[seat] += 1;
@@ -381,5 +432,55 @@ mod finding_tests {
         assert!(!Finding::asleep_just_before(Finding::pack(b, 8, true), a, 9));
         // Nothing found yet: the word is 0, no thread's id.
         assert_eq!(Finding::unpack(0, a, 0, 1), None);
+    }
+}
+
+#[cfg(test)]
+mod board_tests {
+    use std::time::Instant;
+
+    use super::{LATER_AFTER, SeatBoard};
+    use crate::shared::slots::Occupant;
+
+    /// A stand-in connection, known by its number.
+    struct Conn(u32);
+
+    impl Occupant for Conn {
+        fn place(&self) -> (u32, u32) {
+            (self.0, 0)
+        }
+        fn deadline(&self) -> Option<Instant> {
+            None
+        }
+        fn seat(&self) -> usize {
+            0
+        }
+        fn idle_kept_alive(&self) -> bool {
+            false
+        }
+    }
+
+    /// Streams a sender woke go after readable connections, but one goes
+    /// every `LATER_AFTER + 1` while both wait; alone, they go at once.
+    #[test]
+    fn woken_streams_go_after_readable_connections_but_are_not_starved() {
+        let mut board = SeatBoard::new(1);
+        for n in 0..3 {
+            board.push_later(0, Conn(1000 + n));
+        }
+        for n in 0..40 {
+            board.push_ready(0, Conn(n));
+        }
+        assert_eq!(board.queued(), 43);
+        let order: Vec<u32> = std::iter::from_fn(|| board.pop_ready(0).map(|c| c.0)).collect();
+        let first_later = LATER_AFTER as usize;
+        assert_eq!(order[..first_later], (0..LATER_AFTER).collect::<Vec<_>>()[..]);
+        assert_eq!(order[first_later], 1000);
+        assert_eq!(order[2 * first_later + 1], 1001);
+        assert_eq!(order.len(), 43);
+        assert_eq!(board.queued(), 0);
+        board.push_later(0, Conn(7));
+        assert!(board.has_ready(0));
+        assert_eq!(board.steal().map(|c| c.0), Some(7));
     }
 }
