@@ -302,7 +302,7 @@ impl<C: Occupant> Engine<C> {
                 hub = self.lock();
                 continue;
             }
-            if let Some(mut conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal()) {
+            if let Some(mut conn) = hub.board.pop_ready(*seat).or_else(|| hub.board.steal(*seat)) {
                 hub.slots.served(&mut conn);
                 return Work::Serve(conn);
             }

@@ -164,11 +164,11 @@ impl World {
         self.changed.notify_all();
     }
 
-    /// A worker polls `seat`: waits for events (or shutdown), then hands
-    /// them to the engine.
-    fn poll(&self, seat: usize) {
+    /// A worker polls `seat`: waits for events (or shutdown; with `wait`
+    /// false, only looks), then hands them to the engine.
+    fn poll(&self, seat: usize, wait: bool) {
         let mut net = self.net.lock().unwrap();
-        while net.events[seat].is_empty() && !net.stopped && !net.nudged[seat] {
+        while wait && net.events[seat].is_empty() && !net.stopped && !net.nudged[seat] {
             net = self.changed.wait(net).unwrap();
         }
         net.nudged[seat] = false;
@@ -291,7 +291,7 @@ impl World {
 /// A worker's loop, as `pool.rs` runs it.
 fn worker(world: Arc<World>, mut seat: usize) {
     world.engine.arrive(seat);
-    while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s, _| world.poll(s)) {
+    while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s, wait| world.poll(s, wait)) {
         loop {
             if world.serve(&conn) {
                 world.engine.free(conn.slot);

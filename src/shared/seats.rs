@@ -320,16 +320,23 @@ impl<C: Occupant> SeatBoard<C> {
     /// there, should first look (without waiting) for readiness nobody has
     /// polled for since [`LATER_AFTER`] of them.
     pub(crate) fn wants_look(&self, seat: usize) -> bool {
-        self.unlooked[seat] >= LATER_AFTER
-            && self.ready[seat].is_empty()
-            && !self.later[seat].is_empty()
-            && !self.polled[seat]
+        self.unlooked[seat] >= LATER_AFTER && self.ready[seat].is_empty() && !self.polled[seat]
     }
 
-    /// A ready connection of any seat (one whose worker is busy).
-    pub(crate) fn steal(&mut self) -> Option<C> {
+    /// A ready connection of any seat (one whose worker is busy), for the
+    /// worker of `own`, which counts it among those taken since it last
+    /// polled its own seat: a worker that takes others' work for long also
+    /// looks at its own seat every so often ([`SeatBoard::wants_look`]),
+    /// so that the seat is not left unwatched, without progress, which
+    /// the monitor takes for a worker stuck (and, catching it waiting for
+    /// a lock, for one blocked, starting a thread for its seat).
+    pub(crate) fn steal(&mut self, own: usize) -> Option<C> {
         let seat = (0..self.ready.len()).find(|&s| self.has_ready(s))?;
-        self.pop_ready(seat)
+        let conn = self.pop_ready(seat)?;
+        if seat != own {
+            self.unlooked[own] += 1;
+        }
+        Some(conn)
     }
 
     pub(crate) fn is_polled(&self, seat: usize) -> bool {
@@ -481,6 +488,6 @@ mod board_tests {
         assert_eq!(board.queued(), 0);
         board.push_later(0, Conn(7));
         assert!(board.has_ready(0));
-        assert_eq!(board.steal().map(|c| c.0), Some(7));
+        assert_eq!(board.steal(0).map(|c| c.0), Some(7));
     }
 }
