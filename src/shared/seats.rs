@@ -298,7 +298,21 @@ impl<C: Occupant> SeatBoard<C> {
 
     /// The oldest ready connection of `seat`, or of its later list when the
     /// ready one is empty or has gone first [`LATER_AFTER`] times.
+    #[inline]
     pub(crate) fn pop_ready(&mut self, seat: usize) -> Option<C> {
+        // The common case, on every request: no stream woken here.
+        if self.later[seat].is_empty() {
+            let conn = self.ready[seat].pop_front()?;
+            self.queued -= 1;
+            self.progress[seat] += 1;
+            return Some(conn);
+        }
+        self.pop_ready_or_later(seat)
+    }
+
+    /// [`SeatBoard::pop_ready`] while woken streams wait at `seat`.
+    #[inline(never)]
+    fn pop_ready_or_later(&mut self, seat: usize) -> Option<C> {
         let later_waits = !self.later[seat].is_empty();
         let conn = if later_waits && (self.ready[seat].is_empty() || self.passed[seat] >= LATER_AFTER) {
             self.passed[seat] = 0;
