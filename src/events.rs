@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 pub use crate::feed::Closed;
-use crate::feed::{Chunk, Feed, Unstarted, Wakes};
+use crate::feed::{self, Chunk, Feed, Unstarted};
 use crate::request::Request;
 use crate::response::{Content, Payload, Response};
 
@@ -350,14 +350,7 @@ impl Broadcast {
 
     /// Sends `event` to every subscriber; returns how many took it.
     pub fn send(&self, event: &Event) -> usize {
-        let bytes: Arc<[u8]> = Arc::from(event.as_bytes());
-        let mut wakes = Wakes::default();
-        let mut list = self.list();
-        list.retain(|sender| sender.feed.push_deferred(Chunk::Shared(Arc::clone(&bytes)), &mut wakes).is_ok());
-        let took = list.len();
-        drop(list);
-        wakes.fire();
-        took
+        feed::broadcast(self.list(), Arc::from(event.as_bytes()), |sender| &sender.feed)
     }
 
     /// The subscribers at the last send (and those who joined since).

@@ -143,6 +143,19 @@ impl Drop for Unstarted {
     }
 }
 
+/// Queues `bytes` (one frame or event, shared) in the feed of every sender
+/// in `list` (`feed` finds it), dropping the senders whose stream takes no
+/// more, then makes the wake-ups that calls for, the list let go first:
+/// a broadcast. Returns how many took it.
+pub(crate) fn broadcast<S>(mut list: MutexGuard<'_, Vec<S>>, bytes: Arc<[u8]>, feed: impl Fn(&S) -> &Feed) -> usize {
+    let mut wakes = Wakes::default();
+    list.retain(|sender| feed(sender).push_deferred(Chunk::Shared(Arc::clone(&bytes)), &mut wakes).is_ok());
+    let took = list.len();
+    drop(list);
+    wakes.fire();
+    took
+}
+
 /// Queued bytes: an event of one stream, or one shared by a broadcast.
 pub(crate) enum Chunk {
     Owned(Vec<u8>),

@@ -46,7 +46,7 @@ use tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use tungstenite::protocol::{Role, WebSocketConfig, WebSocketContext};
 
 pub use crate::feed::Closed;
-use crate::feed::{Chunk, Feed, Session, Unstarted, Wakes};
+use crate::feed::{self, Chunk, Feed, Session, Unstarted};
 use crate::request::Request;
 use crate::response::{Content, Payload, Response};
 pub use tungstenite::protocol::{CloseFrame, Message};
@@ -311,14 +311,7 @@ impl Broadcast {
             Message::Binary(bytes) => Frame::message(bytes.clone(), OpCode::Data(Data::Binary), true),
             _ => return self.list().iter().filter(|s| s.send(message.clone()).is_ok()).count(),
         };
-        let bytes: Arc<[u8]> = encode(frame).into();
-        let mut wakes = Wakes::default();
-        let mut list = self.list();
-        list.retain(|sender| sender.feed.push_deferred(Chunk::Shared(Arc::clone(&bytes)), &mut wakes).is_ok());
-        let took = list.len();
-        drop(list);
-        wakes.fire();
-        took
+        feed::broadcast(self.list(), encode(frame).into(), |sender| &sender.feed)
     }
 
     /// The sockets at the last send (and those added since).

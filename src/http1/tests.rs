@@ -2819,6 +2819,18 @@ fn an_upgrade_gives_back_the_share_its_parked_head_took() {
     assert_eq!(*during.lock().unwrap(), Some(0), "held while upgraded");
 }
 
+/// A handler that opens an event stream and hands its sender over.
+fn opening_streams() -> (impl Handler, std::sync::mpsc::Receiver<crate::events::EventSender>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let handler = move |_: &mut Request<'_>| {
+        let (events, resp) = crate::events::channel();
+        tx.lock().unwrap().send(events).unwrap();
+        resp
+    };
+    (handler, rx)
+}
+
 /// An event stream's handler: three events queued, then every sender gone.
 fn three_events(_: &mut Request<'_>) -> Response {
     let (events, resp) = crate::events::channel();
@@ -2844,13 +2856,7 @@ fn an_event_stream_goes_out_whole_to_a_client_taking_a_byte_at_a_time_and_the_co
 
 #[test]
 fn events_sent_while_the_stream_is_parked_are_written_when_it_is_served_again() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    let handler = move |_: &mut Request<'_>| {
-        let (events, resp) = crate::events::channel();
-        tx.lock().unwrap().send(events).unwrap();
-        resp
-    };
+    let (handler, rx) = opening_streams();
     let mut s = Served::new(&handler);
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     s.run(&mut io, Some(3));
@@ -2903,13 +2909,7 @@ fn a_websocket_session_reads_frames_cut_anywhere_and_answers_a_client_taking_a_b
 /// a review.)
 #[test]
 fn an_event_stream_over_tls_waits_for_room_while_the_session_holds_its_records() {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let tx = std::sync::Mutex::new(tx);
-    let handler = move |_: &mut Request<'_>| {
-        let (events, resp) = crate::events::channel();
-        tx.lock().unwrap().send(events).unwrap();
-        resp
-    };
+    let (handler, rx) = opening_streams();
     let mut s = Served::new(&handler);
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     (io.tls, io.records) = (true, true);
