@@ -9,7 +9,7 @@
 //! `GET /testolope` answers `Testolope` and keeps the connection;
 //! `GET /testolope-nokeepalive` answers the same and closes it;
 //! `GET /sleep` blocks its worker for 50 ms, then answers `Slept`
-//! (ci/mixed.sh loads it beside `/testolope`).
+//! (benches/scripts/mixed.sh loads it beside `/testolope`).
 
 use std::thread;
 use std::time::Duration;

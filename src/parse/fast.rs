@@ -11,8 +11,8 @@
 //!
 //! Why: httparse, then the checks it does not make (bare LFs, the target's
 //! bytes, the method, the limits), went over each head several times; on
-//! 16 pipelined requests (`DEPTH=16 bash ci/callgrind.sh 2000`) this
-//! path saved about 490 of the server's instructions per request.
+//! 16 pipelined requests (`DEPTH=16 bash benches/scripts/callgrind.sh 2000`)
+//! this path saved about 490 of the server's instructions per request.
 
 use super::framing::FramingHeaders;
 use super::{Head, HeaderSpan, Limits, MAX_HEADERS_CAP, line_limit};

@@ -14,14 +14,14 @@
 # (p50, p99, p99.9, success); the server's RSS at the end of its runs.
 # Medians over rounds.
 #
-#   bash ci/notes.sh
-#   ROUNDS=1 DURATION=5 bash ci/notes.sh
+#   bash benches/scripts/notes.sh
+#   ROUNDS=1 DURATION=5 bash benches/scripts/notes.sh
 #
 # Needs wrk (apt) and vegeta (`go install github.com/tsenart/vegeta/v12@v12.13.0`;
 # the constant-rate runs are skipped without it), python3 (to seed the
 # database). Only 127.0.0.1 is used.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10}
 RATE_DURATION=${RATE_DURATION:-10}

@@ -9,9 +9,9 @@
 # rate, the medians over rounds of the achieved rate, p50, p99, p99.9 and
 # the share answered 200.
 #
-#   bash ci/latency.sh
-#   ROUNDS=1 DURATION=3 RATE_DURATION=5 SERVERS="httpool hyper" bash ci/latency.sh
-#   PERCENTS="25 50 90" bash ci/latency.sh     # shares of each server's own peak
+#   bash benches/scripts/latency.sh
+#   ROUNDS=1 DURATION=3 RATE_DURATION=5 SERVERS="httpool hyper" bash benches/scripts/latency.sh
+#   PERCENTS="25 50 90" bash benches/scripts/latency.sh     # shares of each server's own peak
 #
 # The rates are RATES (req/s, the same for every server) unless PERCENTS is
 # set: then each rate is that share of the server's own peak in the round,
@@ -23,19 +23,19 @@
 # not the server.
 #
 # Servers: httpool (examples/testolope), hyper, actix, may_minihttp, ehttpd,
-# astra (benches/peers, as ci/compare.sh). Needs wrk (apt) and vegeta
+# astra (benches/peers, as benches/scripts/compare.sh). Needs wrk (apt) and vegeta
 # (`go install github.com/tsenart/vegeta/v12@v12.13.0`). Environment:
 # ROUNDS (3), DURATION (5), RATE_DURATION (10), RATES ("5000 15000 30000"),
 # PERCENTS (unset), RATE_CAP (30000), SERVERS ("httpool hyper actix
 # may_minihttp"), BASE_PORT (19501), WARMUP (1). Only 127.0.0.1 is used.
 # Linux.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-# shellcheck disable=SC2034 # read by ci/wrk.sh's functions
+cd "$(dirname "$0")/../.."
+# shellcheck disable=SC2034 # read by benches/scripts/wrk.sh's functions
 CONNECTIONS=64
-# shellcheck disable=SC2034 # read by ci/wrk.sh: the load generators share the CPUs
+# shellcheck disable=SC2034 # read by benches/scripts/wrk.sh: the load generators share the CPUs
 PIN=0
-BENCH_LIB=1 source ci/wrk.sh
+BENCH_LIB=1 source benches/scripts/wrk.sh
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}

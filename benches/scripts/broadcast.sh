@@ -3,7 +3,7 @@
 # each get a broadcast once a second, as server-sent events (GET /events) or
 # WebSocket messages (GET /ws, also echoing what each socket sends every
 # 10 s), while plain GET / requests keep coming. For each server x mode x N
-# the server is started fresh and the Go client of ci/broadcast/ opens the N
+# the server is started fresh and the Go client of benches/scripts/broadcast/ opens the N
 # subscribers (500 at a time, 10 s connect timeout), waits 2 s, then measures
 # over the window:
 #   - connected: subscribers that got their 200/101 answer;
@@ -16,10 +16,10 @@
 #   - GET / at 4 a second on a keep-alive client: p50/p99 and answered/asked.
 # Before the runs, each server's GET / alone (no streams open) is the baseline.
 #
-#   bash ci/broadcast.sh                                   # everything, 30 s windows
-#   bash ci/broadcast.sh --servers "axum tiny_http" --modes ws --n "1000" --window 10
-#   SERVERS=axum MODES=sse NS=200 WINDOW=10 bash ci/broadcast.sh
-#   bash ci/broadcast.sh --pin                             # server on CPU 0, client on CPU 1
+#   bash benches/scripts/broadcast.sh                                   # everything, 30 s windows
+#   bash benches/scripts/broadcast.sh --servers "axum tiny_http" --modes ws --n "1000" --window 10
+#   SERVERS=axum MODES=sse NS=200 WINDOW=10 bash benches/scripts/broadcast.sh
+#   bash benches/scripts/broadcast.sh --pin                             # server on CPU 0, client on CPU 1
 #
 # Servers: httpool (examples/broadcast, release; skipped with a note while
 # the example does not exist), axum (benches/peers/axum_broadcast), tiny_http
@@ -34,7 +34,7 @@
 # file named at the end. Linux only (/proc); 127.0.0.1 only; everything
 # started is stopped on exit.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 SERVERS=${SERVERS:-httpool axum tiny_http}
 MODES=${MODES:-sse ws}
@@ -98,7 +98,7 @@ fi
 declare -A cmd
 built=()
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    (cd ci/broadcast && go build -o "$CLIENT" .)
+    (cd benches/scripts/broadcast && go build -o "$CLIENT" .)
 fi
 for s in $SERVERS; do
     case $s in

@@ -5,19 +5,19 @@
 # the medians of req/s, p99 and server CPU µs per request, and per-round
 # ratios to nginx.
 #
-#   bash ci/static.sh                          # 5 rounds of 5 s, wrk -t2 -c64
-#   ROUNDS=9 DURATION=5 bash ci/static.sh
-#   FILES=3k bash ci/static.sh                 # the small file only
-#   BEFORE=/tmp/old/static_files bash ci/static.sh   # and another build, as "before"
+#   bash benches/scripts/static.sh                          # 5 rounds of 5 s, wrk -t2 -c64
+#   ROUNDS=9 DURATION=5 bash benches/scripts/static.sh
+#   FILES=3k bash benches/scripts/static.sh                 # the small file only
+#   BEFORE=/tmp/old/static_files bash benches/scripts/static.sh   # and another build, as "before"
 #
-# Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, WARMUP),
+# Environment as benches/scripts/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, WARMUP),
 # plus FILES ("3k 1m"), BASE_PORT (19101) and BEFORE (a static_files binary
 # of another commit, taking ADDR DIR, run as a third server). Installs nginx and wrk when
 # missing. Only 127.0.0.1 is used; nginx runs in the foreground with its own
 # configuration, logs and pid file under a temporary directory.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BENCH_LIB=1 source ci/wrk.sh
+cd "$(dirname "$0")/../.."
+BENCH_LIB=1 source benches/scripts/wrk.sh
 
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-5}

@@ -7,15 +7,15 @@
 # wrk threads were on one CPU: there each waits out the other's time slice,
 # and the p99 of every server is a slice or more (BENCHMARKS.md).
 #
-#   ROUNDS=10 bash ci/placement.sh                      # httpool unpinned may_minihttp
-#   SERVERS="httpool hyper" ROUNDS=5 bash ci/placement.sh
+#   ROUNDS=10 bash benches/scripts/placement.sh                      # httpool unpinned may_minihttp
+#   SERVERS="httpool hyper" ROUNDS=5 bash benches/scripts/placement.sh
 #
 # Servers: httpool (examples/testolope, default settings), pinned (the same
 # with Server::pin_workers(true), the default on Linux), unpinned
 # (pin_workers(false)), and the peers of benches/peers (may_minihttp, hyper,
 # actix, ehttpd, astra). Linux only (/proc); needs wrk.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-6}
 DURATION=${DURATION:-4}
 SERVERS=${SERVERS:-httpool unpinned may_minihttp}

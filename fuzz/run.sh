@@ -3,7 +3,7 @@
 # the other (one libFuzzer process at a time), and reports per target the
 # executions, exec/s, corpus size and any crash, timeout or OOM.
 #
-#   ci/fuzz.sh SECONDS
+#   fuzz/run.sh SECONDS
 #
 # Needs the nightly toolchain (`cargo +nightly`); installs cargo-fuzz when it
 # is missing. Seeds live in fuzz/seeds/<target> (committed); they are copied

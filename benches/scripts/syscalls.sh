@@ -3,19 +3,19 @@
 # server and of the wrk loading it (unpinned, wrk -t2 -c64), with perf's
 # syscall tracepoints: what the kernel is asked to do for one request.
 #
-#   bash ci/syscalls.sh NAME CMD...      # CMD is started with 127.0.0.1:PORT appended
-#   bash ci/syscalls.sh httpool target/release/examples/testolope
-#   bash ci/syscalls.sh may benches/peers/target/release/peer-may-minihttp
+#   bash benches/scripts/syscalls.sh NAME CMD...      # CMD is started with 127.0.0.1:PORT appended
+#   bash benches/scripts/syscalls.sh httpool target/release/examples/testolope
+#   bash benches/scripts/syscalls.sh may benches/peers/target/release/peer-may-minihttp
 #
 # Prints for the server and for wrk: req/s (slowed by the tracing), and per
 # request epoll waits, reads (read + recvfrom), writes (write + sendto),
 # epoll_ctl, futex, context switches and CPU µs. Environment: DURATION (5),
 # URLPATH (/testolope), PORT (19650), DEPTH (1; more sends that many
-# requests at once, pipelined, as ci/compare.sh's pipelined mode does).
+# requests at once, pipelined, as benches/scripts/compare.sh's pipelined mode does).
 # Needs perf (installed when missing).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BENCH_LIB=1 source ci/wrk.sh
+cd "$(dirname "$0")/../.."
+BENCH_LIB=1 source benches/scripts/wrk.sh
 need_wrk
 
 if (($# < 2)); then

@@ -5,10 +5,10 @@
 # totals divided by N is the cost of one request, start-up excluded.
 # With DEPTH=16 the client sends 16 requests at once and reads the 16
 # answers (pipelined), N times; the cost is then per request of a batch.
-#   bash ci/callgrind.sh [N]        # default N=2000
-#   DEPTH=16 bash ci/callgrind.sh 200
+#   bash benches/scripts/callgrind.sh [N]        # default N=2000
+#   DEPTH=16 bash benches/scripts/callgrind.sh 200
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-2000}
 DEPTH=${DEPTH:-1}
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }

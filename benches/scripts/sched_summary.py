@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises `perf sched timehist --state` output (ci/sched.sh): for each
+"""Summarises `perf sched timehist --state` output (benches/scripts/sched.sh): for each
 kind of thread (its name, digits dropped), how often it was switched out,
 how often while still runnable (preempted), its CPU time, and how long it
 waited for a CPU once runnable (sch delay)."""

@@ -1,4 +1,4 @@
-// Load client for the broadcast target of issue 50 (ci/broadcast.sh): holds N
+// Load client for the broadcast target of issue 50 (benches/scripts/broadcast.sh): holds N
 // long-lived subscribers (server-sent events or WebSockets) against one
 // server and measures whether every subscriber gets every broadcast, how
 // late, and what the server costs meanwhile.

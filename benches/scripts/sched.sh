@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Where a saturated server's threads wait: `perf sched` records the
 # scheduler while wrk loads a server that is already running, then
-# ci/sched_summary.py prints, for each kind of thread (its name without the
+# benches/scripts/sched_summary.py prints, for each kind of thread (its name without the
 # number), how often it was switched out, how often while still runnable
 # (preempted), its CPU time, and how long it waited for a CPU once
 # runnable (p50/p99/p99.9/max). The load generator is in the table too: a
 # wrk thread near 100% CPU means the client, not the server, set the pace.
 #
-#   bash ci/sched.sh http://127.0.0.1:9999/testolope              # wrk -t1 -c32, 6 s
-#   WRK="-t2 -c32" SECONDS_RECORDED=3 bash ci/sched.sh URL
+#   bash benches/scripts/sched.sh http://127.0.0.1:9999/testolope              # wrk -t1 -c32, 6 s
+#   WRK="-t2 -c32" SECONDS_RECORDED=3 bash benches/scripts/sched.sh URL
 #
 # Linux only; needs perf (apt: linux-perf) and wrk, and root or
 # kernel.perf_event_paranoid <= 1 for scheduler events.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-url=${1:?usage: ci/sched.sh URL}
+cd "$(dirname "$0")/../.."
+url=${1:?usage: benches/scripts/sched.sh URL}
 WRK=${WRK:-"-t1 -c32"}
 SECONDS_RECORDED=${SECONDS_RECORDED:-3}
 command -v perf >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null; }
@@ -32,4 +32,4 @@ sleep 1.5
 perf sched record -o "$data" -- sleep "$SECONDS_RECORDED" >/dev/null 2>&1
 wait "$wrk_pid"
 grep -E 'Requests/sec|^ +(50|99)%' "$out"
-perf sched timehist --state -i "$data" 2>/dev/null | python3 ci/sched_summary.py
+perf sched timehist --state -i "$data" 2>/dev/null | python3 benches/scripts/sched_summary.py

@@ -5,13 +5,13 @@
 # no-keep-alive (/testolope-nokeepalive), and stopped. Prints the medians of
 # req/s, p99 latency and server CPU µs per request, with ratios to httpool.
 #
-#   bash ci/compare.sh                        # unpinned, wrk -t2 -c64
-#   PIN=1 ROUNDS=3 DURATION=5 bash ci/compare.sh   # server CPU 0, wrk -t1 CPU 1
-#   SERVERS="httpool hyper c" bash ci/compare.sh   # a subset
-#   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash ci/compare.sh
-#   MODES=pipelined DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh   # 16 requests at once
-#   MODES=pipetail DEPTH=16 SERVERS="httpool may_minihttp" bash ci/compare.sh    # 16 in flight, h2load: p99 of every answer
-#   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash ci/compare.sh
+#   bash benches/scripts/compare.sh                        # unpinned, wrk -t2 -c64
+#   PIN=1 ROUNDS=3 DURATION=5 bash benches/scripts/compare.sh   # server CPU 0, wrk -t1 CPU 1
+#   SERVERS="httpool hyper c" bash benches/scripts/compare.sh   # a subset
+#   MODES=keepalive SERVERS="httpool may_minihttp actix" ROUNDS=20 DURATION=5 bash benches/scripts/compare.sh
+#   MODES=pipelined DEPTH=16 SERVERS="httpool may_minihttp" bash benches/scripts/compare.sh   # 16 requests at once
+#   MODES=pipetail DEPTH=16 SERVERS="httpool may_minihttp" bash benches/scripts/compare.sh    # 16 in flight, h2load: p99 of every answer
+#   BEFORE=/path/to/old/testolope SERVERS="httpool before actix" bash benches/scripts/compare.sh
 #
 # Servers: httpool (examples/testolope, default settings: on Linux one
 # worker per CPU, pinned), pinned (the same, asked for: Server::pin_workers),
@@ -21,14 +21,14 @@
 # build is reported and skipped.
 # astra holds a pool thread per connection, 15 per CPU by default: past that
 # many connections the rest wait unserved (wrk counts them as timeouts).
-# Environment as ci/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, MODES, WARMUP), plus
+# Environment as benches/scripts/wrk.sh (ROUNDS, DURATION, CONNECTIONS, PIN, MODES, WARMUP), plus
 # SERVERS and BASE_PORT (19001); BEFORE names another testolope binary (an
-# earlier build) run as the server "before", to compare builds side by side. Only 127.0.0.1 is used. Like ci/wrk.sh, it
+# earlier build) run as the server "before", to compare builds side by side. Only 127.0.0.1 is used. Like benches/scripts/wrk.sh, it
 # runs on Linux and macOS (bash 3.2: the servers' ports and commands are
 # parallel arrays, not associative ones).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BENCH_LIB=1 source ci/wrk.sh
+cd "$(dirname "$0")/../.."
+BENCH_LIB=1 source benches/scripts/wrk.sh
 
 SERVERS=${SERVERS:-httpool c ehttpd may_minihttp hyper actix astra}
 BASE_PORT=${BASE_PORT:-19001}

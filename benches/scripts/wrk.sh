@@ -8,9 +8,9 @@
 # Runs on Linux and on macOS (bash 3.2 and BSD tools: no bash-4 features and
 # no GNU-only options here). wrk comes from apt on Linux, Homebrew on macOS.
 #
-#   bash ci/wrk.sh                      # unpinned: wrk -t2 -c64, 3 rounds of 10 s
-#   ROUNDS=5 DURATION=5 bash ci/wrk.sh
-#   PIN=1 bash ci/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1 (Linux)
+#   bash benches/scripts/wrk.sh                      # unpinned: wrk -t2 -c64, 3 rounds of 10 s
+#   ROUNDS=5 DURATION=5 bash benches/scripts/wrk.sh
+#   PIN=1 bash benches/scripts/wrk.sh                # server on CPU 0, wrk -t1 on CPU 1 (Linux)
 #
 # Environment: ROUNDS (3), DURATION (10, seconds), CONNECTIONS (64), PIN (0),
 # MODES ("keepalive nokeepalive"; "pipelined" sends DEPTH (16) requests at
@@ -20,7 +20,7 @@
 # after each server start), PORT (19001), CARGO_TARGET_DIR (target). Only
 # 127.0.0.1 is used.
 #
-# ci/compare.sh sources this file for its functions (BENCH_LIB=1).
+# benches/scripts/compare.sh sources this file for its functions (BENCH_LIB=1).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -347,7 +347,7 @@ EOF
 }
 
 main() {
-    cd "$(dirname "$0")/.."
+    cd "$(dirname "$0")/../.."
     need_wrk
     need_taskset
     if [[ " $MODES " == *" pipetail "* ]]; then need_h2load; fi

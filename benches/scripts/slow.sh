@@ -34,8 +34,8 @@
 # -o, has 0 in the "Service Available" column for those seconds), and this
 # script probes too: curl --max-time 2 every 0.5 s, counting 200s.
 #
-#   bash ci/slow.sh
-#   SECONDS_PER_ATTACK=20 SLOWBODY_RATE=20 bash ci/slow.sh
+#   bash benches/scripts/slow.sh
+#   SECONDS_PER_ATTACK=20 SLOWBODY_RATE=20 bash benches/scripts/slow.sh
 #
 # Environment: SECONDS_PER_ATTACK (60), SLOWLORIS_RATE (150),
 # SLOWLORIS_INTERVAL (2), SLOWBODY_RATE (120), SLOWBODY_INTERVAL (5),
@@ -48,7 +48,7 @@
 # probe of ours failed, in either attack. Only 127.0.0.1 is used; every
 # process started is stopped on exit; every step has a time limit.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 L=${SECONDS_PER_ATTACK:-60}
 SLOWLORIS_RATE=${SLOWLORIS_RATE:-150}

@@ -17,10 +17,10 @@
 # should be back at its idle size by then); then stops the server. One table
 # per level, medians over rounds.
 #
-#   bash ci/mixed.sh                                   # 1 round, 10 s runs
-#   ROUNDS=3 DURATION=5 bash ci/mixed.sh
-#   SERVERS="httpool actix" BLOCKING=64 DURATION=2 IDLE_WAIT=0 bash ci/mixed.sh
-#   BEFORE=/path/to/old/testolope SERVERS="httpool before" bash ci/mixed.sh
+#   bash benches/scripts/mixed.sh                                   # 1 round, 10 s runs
+#   ROUNDS=3 DURATION=5 bash benches/scripts/mixed.sh
+#   SERVERS="httpool actix" BLOCKING=64 DURATION=2 IDLE_WAIT=0 bash benches/scripts/mixed.sh
+#   BEFORE=/path/to/old/testolope SERVERS="httpool before" bash benches/scripts/mixed.sh
 #
 # Servers: httpool (examples/testolope, default settings), pinned (the same
 # with Server::pin_workers(true), the default on Linux), unpinned
@@ -41,12 +41,12 @@
 # wrk's 2 s: wrk leaves answers slower than its timeout out of the latency
 # histogram, which would flatter the p99 of a server that falls behind.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-1}
 CONNECTIONS=32
-# shellcheck disable=SC2034 # read by ci/wrk.sh: two clients share the CPUs, no pinning
+# shellcheck disable=SC2034 # read by benches/scripts/wrk.sh: two clients share the CPUs, no pinning
 PIN=0
-BENCH_LIB=1 source ci/wrk.sh
+BENCH_LIB=1 source benches/scripts/wrk.sh
 
 BLOCKING=${BLOCKING:-8 64 256}
 BLOCKING_HEADER=()
