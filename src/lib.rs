@@ -150,9 +150,7 @@ pub use stats::Stats;
 pub use upgrade::Upgraded;
 pub use urlencoded::Form;
 
-pub mod guide {
-    #![doc = include_str!("guide.md")]
-}
+pub mod guide;
 
 /// The README's code, compiled and run as doctests. It is written for the
 /// default features (its first recipe routes with `Router`), so it is
