@@ -254,9 +254,10 @@ enum Step {
 /// due. `None` when an event stream is over and the connection goes on to
 /// its next request; else what becomes of it.
 pub(super) fn turn<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>) -> Option<Next> {
-    let mut read = 0;
+    // Bytes taken from the feed and read from the client this turn.
+    let mut moved = 0;
     loop {
-        match look(conn, io, cx, &mut read) {
+        match look(conn, io, cx, &mut moved) {
             Step::Again => {}
             Step::Park => {
                 // What the client sent meanwhile (a request pipelined behind
@@ -295,7 +296,7 @@ fn cut<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'
     close(conn, io, cx, false)
 }
 
-fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, read: &mut usize) -> Step {
+fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, moved: &mut usize) -> Step {
     let stopping = cx.is_stopping();
     let Some(stream) = conn.phase.streaming() else { return Step::Over(Then::KeepAlive) };
     if stopping && !stream.ended {
@@ -349,10 +350,18 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
         return Step::Over(stream.then);
     }
     let now = Instant::now();
+    let before = stream.pending.len();
     match stream.feed.take(&mut stream.pending, stream.chunked) {
         Taken::Some => {
             if stream.session.is_none() {
                 stream.beat_from = now;
+            }
+            // A sender that keeps the queue full for a client that keeps
+            // up would keep the worker for ever: past a turn's share, the
+            // seat's others go first (what was taken is written next turn).
+            *moved += stream.pending.len() - before;
+            if *moved >= TURN_BYTES {
+                return Step::Yield;
             }
             return Step::Again;
         }
@@ -374,7 +383,7 @@ fn look<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<
         Taken::Nothing => {}
     }
     if stream.session.is_some() {
-        return session_input(conn, io, cx, read, now);
+        return session_input(conn, io, cx, moved, now);
     }
     if stream.deadline(cx.config.write_timeout).is_some_and(|due| due <= now) {
         stream.pending.extend_from_slice(if stream.chunked { BEAT_CHUNKED } else { BEAT });
@@ -396,7 +405,7 @@ fn session_input<T: Transport, H: ?Sized>(
     conn: &mut ConnState,
     io: &mut T,
     cx: &mut Ctx<'_, H>,
-    read: &mut usize,
+    moved: &mut usize,
     now: Instant,
 ) -> Step {
     if let Some(stream) = conn.phase.streaming() {
@@ -408,7 +417,7 @@ fn session_input<T: Transport, H: ?Sized>(
         }
     }
     if !conn.has_unparsed() {
-        if *read >= TURN_BYTES {
+        if *moved >= TURN_BYTES {
             return Step::Yield;
         }
         let space = conn.read_space(cx.config.read_buffer_size());
@@ -419,7 +428,7 @@ fn session_input<T: Transport, H: ?Sized>(
             }
             Ok(Some(n)) => {
                 conn.filled(n);
-                *read += n;
+                *moved += n;
             }
             Ok(None) => {}
         }

@@ -2873,6 +2873,29 @@ fn events_sent_while_the_stream_is_parked_are_written_when_it_is_served_again() 
     assert!(!s.conn.is_streaming());
 }
 
+/// A stream whose sender keeps its queue full, to a client that keeps up,
+/// gives its worker back after a turn's share of bytes (the seat's other
+/// connections go first), and is written whole over the turns that follow.
+#[test]
+fn a_stream_yields_its_worker_after_a_turns_share_of_bytes() {
+    const EVENT: usize = 100 * 1024;
+    let handler = |_: &mut Request<'_>| {
+        let (events, resp) = crate::events::EventStream::new().queue_limit(8 * EVENT).open();
+        for _ in 0..6 {
+            events.send(&crate::events::Event::data("x".repeat(EVENT))).unwrap();
+        }
+        resp
+    };
+    let mut s = Served::new(&handler);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    s.run(&mut io, None);
+    let yields = s.outcomes.iter().filter(|&&n| n == Next::Yield).count();
+    assert!(yields >= 1, "{:?}", s.outcomes);
+    let body = &io.written[io.written.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..];
+    assert_eq!(body.iter().filter(|&&b| b == b'x').count(), 6 * EVENT);
+    assert!(body.ends_with(b"\r\n0\r\n\r\n"), "the stream ended once its sender was gone");
+}
+
 #[cfg(feature = "websocket")]
 #[test]
 fn a_websocket_session_reads_frames_cut_anywhere_and_answers_a_client_taking_a_byte_at_a_time() {
