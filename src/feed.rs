@@ -25,10 +25,12 @@ pub(crate) trait Notify: Send + Sync {
 /// A wake-up owed: the server to tell, and the connection's token.
 type Wake = Option<(Weak<dyn Notify>, usize)>;
 
-/// The wake-ups a broadcast owes, made together: a lock of the engine per
-/// batch rather than per subscriber (10,000 subscribers took it 10,000
-/// times a second, and workers waiting for it looked asleep to the
-/// monitor, which started threads for them).
+/// The wake-ups a broadcast owes, made together once its subscriber list
+/// is let go: a lock of the engine per batch rather than per subscriber
+/// (10,000 subscribers took it 10,000 times a second), and none while the
+/// list is held (a handler subscribing meanwhile would wait for the
+/// engine's lock; the monitor, finding its worker asleep, would start a
+/// thread for it). A token a subscriber is owed costs 8 bytes until then.
 #[derive(Default)]
 pub(crate) struct Wakes {
     server: Option<Weak<dyn Notify>>,
@@ -42,7 +44,9 @@ const WAKE_BATCH: usize = 256;
 impl Wakes {
     fn add(&mut self, wake: Wake) {
         let Some((server, token)) = wake else { return };
-        if self.server.as_ref().is_some_and(|s| !Weak::ptr_eq(s, &server)) || self.tokens.len() >= WAKE_BATCH {
+        // Subscribers of two servers in one list (rare): the first
+        // server's are woken now.
+        if self.server.as_ref().is_some_and(|s| !Weak::ptr_eq(s, &server)) {
             self.fire();
         }
         self.server = Some(server);
@@ -51,8 +55,11 @@ impl Wakes {
 
     /// Makes the wake-ups owed so far.
     pub(crate) fn fire(&mut self) {
+        if self.tokens.is_empty() {
+            return;
+        }
         if let Some(server) = self.server.as_ref().and_then(Weak::upgrade) {
-            server.notify_all(&self.tokens);
+            self.tokens.chunks(WAKE_BATCH).for_each(|batch| server.notify_all(batch));
         }
         self.tokens.clear();
     }
@@ -402,5 +409,55 @@ impl fmt::Debug for Feed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
         f.debug_struct("Feed").field("queued", &state.queued).field("closed", &state.closed).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex, Weak};
+
+    use super::{Feed, Notify, WAKE_BATCH, broadcast};
+
+    /// A server that records the wake-ups it is asked for, and whether the
+    /// broadcast's subscriber list was free to lock at each.
+    struct Recorder {
+        list: Arc<Mutex<Vec<Arc<Feed>>>>,
+        batches: Mutex<Vec<(usize, bool)>>,
+    }
+
+    impl Notify for Recorder {
+        fn notify(&self, token: usize) {
+            self.notify_all(&[token]);
+        }
+
+        fn notify_all(&self, tokens: &[usize]) {
+            let list_free = self.list.try_lock().is_ok();
+            self.batches.lock().unwrap().push((tokens.len(), list_free));
+        }
+    }
+
+    /// A broadcast to more parked subscribers than one batch wakes them all,
+    /// in batches, and only once its list is let go: a handler subscribing
+    /// meanwhile never waits for the engine.
+    #[test]
+    fn a_broadcast_wakes_its_subscribers_in_batches_once_the_list_is_let_go() {
+        let list = Arc::new(Mutex::new(Vec::new()));
+        let server = Arc::new(Recorder { list: Arc::clone(&list), batches: Mutex::new(Vec::new()) });
+        let n = 2 * WAKE_BATCH + 88;
+        for token in 0..n {
+            let feed = Arc::new(Feed::new(1 << 16, None));
+            let weak: Weak<dyn Notify> = Arc::downgrade(&server) as Weak<dyn Notify>;
+            feed.attach(weak, token);
+            assert!(feed.arm(), "nothing queued yet: the stream parks");
+            list.lock().unwrap().push(feed);
+        }
+        let took = broadcast(list.lock().unwrap(), Arc::from(&b"data: 1\n\n"[..]), |f| f);
+        assert_eq!(took, n);
+        let batches = server.batches.lock().unwrap().clone();
+        assert_eq!(batches, [(WAKE_BATCH, true), (WAKE_BATCH, true), (88, true)]);
+        // Nothing more is owed: a second broadcast finds the streams
+        // unarmed (not parked since), and wakes nobody.
+        broadcast(list.lock().unwrap(), Arc::from(&b"data: 2\n\n"[..]), |f| f);
+        assert_eq!(server.batches.lock().unwrap().len(), 3);
     }
 }

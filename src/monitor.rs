@@ -249,9 +249,7 @@ impl Monitor {
                 }
                 // An event stream's keep-alive comment is due.
                 Expiry::Resume => {
-                    let seat = conn.seat;
-                    self.shared.requeue(conn);
-                    self.shared.nudge(seat);
+                    self.shared.requeue_due_stream(conn);
                     continue;
                 }
                 Expiry::Stalled => {}

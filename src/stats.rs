@@ -25,7 +25,8 @@ pub struct Stats {
     /// Open connections queued for or held by a worker.
     pub active: u64,
     /// Ready connections waiting for a worker (bounded by `queue_depth` for
-    /// new connections).
+    /// new connections); event streams and WebSockets woken to write what
+    /// their senders queued are not counted.
     pub queued: u64,
     /// Responses written (error responses included).
     pub requests: u64,

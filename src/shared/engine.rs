@@ -9,7 +9,7 @@
 //! # Invariants (under the hub lock)
 //!
 //! - An open connection is in exactly one place: parked in its slot, in a
-//!   seat's ready list, or held by one worker.
+//!   seat's ready or later list, or held by one worker.
 //! - At most one thread polls a seat (`SeatBoard::begin_poll` asserts it).
 //!   A seat nobody polls is polled by the next worker that finds it free,
 //!   or handed over: an idle worker adopts it, or a new one is started.
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use mio::Token;
 
 use super::crew::{Crew, HandOver};
-use super::seats::SeatBoard;
+use super::seats::{SeatBoard, SeatSet};
 use super::slots::{Occupant, Slots, Timer};
 use crate::http1::Stop;
 use crate::stats::Threads;
@@ -66,7 +66,8 @@ pub(crate) struct Load {
     pub(crate) parked: usize,
     /// Of those, connections waiting idle, kept alive, for a next request.
     pub(crate) idle: usize,
-    /// Connections in the seats' ready lists.
+    /// Connections in the seats' ready lists (not the streams a sender
+    /// woke: see `SeatBoard::woken`).
     pub(crate) queued: usize,
     pub(crate) threads: Threads,
 }
@@ -164,9 +165,10 @@ impl<C: Occupant> Engine<C> {
         }
     }
 
-    /// True when some connection waits in a ready list (of any seat).
+    /// True when some connection waits in a ready or later list (of any
+    /// seat).
     pub(crate) fn any_queued(&self) -> bool {
-        self.lock().board.queued() > 0
+        self.lock().board.pending() > 0
     }
 
     /// The hub's counts (for admission and [`Stats`](crate::Stats)).
@@ -204,6 +206,7 @@ impl<C: Occupant> Engine<C> {
     ) -> bool {
         let mut busy = false;
         let mut hub = self.lock();
+        hub.board.tick();
         hub.slots.drain_new_timers(timers);
         for (seat, seen) in seen.iter_mut().enumerate().take(hub.board.seats()) {
             let unwatched = !hub.board.is_polled(seat);
@@ -339,7 +342,7 @@ impl<C: Occupant> Engine<C> {
             }
             // Work queued while its wait timed out (a notify that raced the
             // timeout) is served first: it would wait for the monitor.
-            if timed_out && hub.crew.may_retire() && !self.is_stopping() && hub.board.queued() == 0 {
+            if timed_out && hub.crew.may_retire() && !self.is_stopping() && hub.board.pending() == 0 {
                 hub.crew.exited(true);
                 self.exited.notify_all();
                 return Work::Retire { last: !hub.crew.has_extra() };
@@ -362,7 +365,7 @@ impl<C: Occupant> Engine<C> {
             // The sweep waits for every seat to be free.
             self.work.notify_all();
         }
-        if !by_worker && hub.board.queued() > 0 && hub.crew.idle() > 0 {
+        if !by_worker && hub.board.pending() > 0 && hub.crew.idle() > 0 {
             // Nobody may be sitting at this seat: wake a worker for its work.
             self.work.notify_one();
         }
@@ -374,16 +377,14 @@ impl<C: Occupant> Engine<C> {
     /// woken; one a worker holds is marked to be served again when it
     /// parks, as by a readiness event. Nothing for a connection gone since
     /// (its slot free, or of a later generation).
-    pub(crate) fn notify(&self, tokens: &[Token], seats: &mut Vec<usize>) {
+    pub(crate) fn notify(&self, tokens: impl IntoIterator<Item = Token>, seats: &mut SeatSet) {
         let mut hub = self.lock();
         let mut queued = false;
-        for &token in tokens {
+        for token in tokens {
             if let Some(conn) = hub.slots.wake(token, false) {
                 let seat = conn.seat();
                 hub.board.push_later(seat, conn);
-                if !seats.contains(&seat) {
-                    seats.push(seat);
-                }
+                seats.insert(seat);
                 queued = true;
             }
         }
@@ -461,6 +462,14 @@ impl<C: Occupant> Engine<C> {
     pub(crate) fn requeue(&self, conn: C) {
         let seat = conn.seat();
         self.lock().board.push_ready(seat, conn);
+    }
+
+    /// Puts a stream whose keep-alive is due at the back of its seat's
+    /// later list, with the streams senders woke: a broadcast leaves
+    /// thousands due together, which must not queue requests behind them.
+    pub(crate) fn requeue_later(&self, conn: C) {
+        let seat = conn.seat();
+        self.lock().board.push_later(seat, conn);
     }
 
     /// Queues a connection to be served at `seat`.

@@ -59,7 +59,7 @@ use mio::{Interest, Token};
 pub(crate) use accept::Accepting;
 pub(crate) use crew::HandOver;
 pub(crate) use engine::{Engine, Parking, Work};
-pub(crate) use seats::Seat;
+pub(crate) use seats::{Seat, SeatSet};
 pub(crate) use slots::Connection;
 
 use crate::config::Config;
@@ -178,7 +178,7 @@ impl Shared {
         &self.ticks
     }
 
-    /// True when some connection waits in a ready list: at shutdown, a
+    /// True when some connection waits in a ready or later list: at shutdown, a
     /// worker lingering over a close serves it first (see
     /// [`Seating::others_ready`](crate::http1::Seating::others_ready)).
     pub(crate) fn any_queued(&self) -> bool {
@@ -381,6 +381,15 @@ impl Shared {
     }
 
     /// Wakes the worker waiting for readiness at `seat`.
+    /// Queues a stream whose keep-alive is due (see
+    /// [`Engine::requeue_later`]) and wakes its seat's poller, unless a
+    /// wake is on its way there already.
+    pub(crate) fn requeue_due_stream(&self, conn: Box<Connection>) {
+        let seat = conn.seat;
+        self.engine.requeue_later(conn);
+        self.seats[seat].wake_for_work();
+    }
+
     pub(crate) fn nudge(&self, seat: usize) {
         self.seats[seat].wake();
     }
@@ -443,12 +452,9 @@ impl Notify for Shared {
     }
 
     fn notify_all(&self, tokens: &[usize]) {
-        let tokens: Vec<Token> = tokens.iter().map(|&t| Token(t)).collect();
-        let mut seats = Vec::new();
-        self.engine.notify(&tokens, &mut seats);
-        for seat in seats {
-            self.seats[seat].wake_for_work();
-        }
+        let mut seats = SeatSet::default();
+        self.engine.notify(tokens.iter().map(|&t| Token(t)), &mut seats);
+        seats.for_each(|seat| self.seats[seat].wake_for_work());
     }
 }
 
