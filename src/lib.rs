@@ -69,6 +69,7 @@ mod body_writer;
 mod compress;
 mod config;
 mod cookies;
+pub mod cors;
 mod date;
 mod encode;
 mod error;
@@ -134,6 +135,7 @@ pub use config::{
 };
 #[cfg(feature = "cookies")]
 pub use cookie;
+pub use cors::{Cors, cors};
 pub use date::http_date;
 pub use error::{Error, ErrorKind};
 #[cfg(feature = "fs")]
