@@ -102,6 +102,8 @@ mod response;
 #[cfg(feature = "router")]
 pub mod router;
 mod server;
+#[cfg(feature = "sessions")]
+pub mod session;
 mod shared;
 mod signals;
 mod stats;
