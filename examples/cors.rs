@@ -2,11 +2,11 @@
 //! it (`httpool::cors`): three listeners in one process.
 //!
 //! ```sh
-//! cargo run --example cors     # page 127.0.0.1:8010, API 127.0.0.1:8011, other page 127.0.0.1:8012
+//! cargo run --example cors     # page 127.0.0.1:8012, API 127.0.0.1:8013, other page 127.0.0.1:8014
 //! ```
 //!
-//! Open <http://127.0.0.1:8010/> in a browser: the page `fetch`es the API
-//! on port 8011, another origin, and shows what it got:
+//! Open <http://127.0.0.1:8012/> in a browser: the page `fetch`es the API
+//! on port 8013, another origin, and shows what it got:
 //!
 //! - `simple`: a `GET`, no preflight; it reads the exposed `X-Api-Version`;
 //! - `preflighted`: a `PUT` with `X-Token` and a JSON `Content-Type`,
@@ -16,14 +16,14 @@
 //! - `credentialed`: a `POST` that sets a cookie, then a `GET` that sends
 //!   it back (`credentials: "include"`).
 //!
-//! The same page from <http://127.0.0.1:8012/>, an origin the API does not
+//! The same page from <http://127.0.0.1:8014/>, an origin the API does not
 //! allow, gets a `TypeError` for every call. `ci/web.sh` checks both pages
 //! in headless Chromium. With curl, the preflight:
 //!
 //! ```sh
-//! curl -i -X OPTIONS http://127.0.0.1:8011/api/notes/1 -H 'Origin: http://127.0.0.1:8010' \
+//! curl -i -X OPTIONS http://127.0.0.1:8013/api/notes/1 -H 'Origin: http://127.0.0.1:8012' \
 //!     -H 'Access-Control-Request-Method: PUT' -H 'Access-Control-Request-Headers: x-token'
-//! #   204, Access-Control-Allow-Origin: http://127.0.0.1:8010, -Allow-Methods: PUT, …
+//! #   204, Access-Control-Allow-Origin: http://127.0.0.1:8012, -Allow-Methods: PUT, …
 //! ```
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use httpool::{Cors, Handler, Request, Response, Server};
 
-/// The API, allowing `page_origin` (e.g. `http://127.0.0.1:8010`) only.
+/// The API, allowing `page_origin` (e.g. `http://127.0.0.1:8012`) only.
 pub fn api(page_origin: &str) -> Cors<impl Handler> {
     httpool::cors(routes)
         .allow_origin(page_origin)
@@ -61,7 +61,7 @@ fn routes(req: &mut Request) -> Result<Response, httpool::Error> {
     })
 }
 
-/// The page, calling the API at `api_base` (e.g. `http://127.0.0.1:8011`).
+/// The page, calling the API at `api_base` (e.g. `http://127.0.0.1:8013`).
 pub fn page(api_base: String) -> impl Handler {
     let html = PAGE.replace("{API}", &api_base);
     move |req: &mut Request| match req.path() {
@@ -121,7 +121,7 @@ async function check(id, call) {
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut next = |default: &str| args.next().unwrap_or_else(|| default.to_owned());
-    let (page_addr, api_addr, other_addr) = (next("127.0.0.1:8010"), next("127.0.0.1:8011"), next("127.0.0.1:8012"));
+    let (page_addr, api_addr, other_addr) = (next("127.0.0.1:8012"), next("127.0.0.1:8013"), next("127.0.0.1:8014"));
     let (page_server, api_server) = (Server::bind(page_addr)?, Server::bind(api_addr)?);
     let api_base = format!("http://{}", api_server.local_addr()?);
     let page_origin = format!("http://{}", page_server.local_addr()?);

@@ -46,8 +46,9 @@
 //!   `tls` (HTTPS with rustls: `Server::tls`), `http` (conversions to and
 //!   from the `http` crate's request and response), `json` (bodies, and
 //!   `JsonError` for a JSON API's errors), `forms` (`Request::query_as`
-//!   and `Request::form_as`, into your types), `cookies`, `compression`
-//!   ([`compress`]) and `fs` ([`ServeDir`]).
+//!   and `Request::form_as`, into your types), `cookies`, `sessions`
+//!   (signed and private cookies, and `session::Sessions`), `compression`
+//!   ([`compress`]) and `fs` ([`ServeDir`]). [`cors()`] needs none.
 //!
 //! The [`guide`] has a cookbook, every limit and default, the protocol
 //! and security details and the platforms; ARCHITECTURE.md

@@ -474,13 +474,13 @@ fn static_files_serves_a_file_a_range_and_a_304() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-const PAGE_ORIGIN: &str = "http://127.0.0.1:8010";
+const PAGE_ORIGIN: &str = "http://127.0.0.1:8012";
 
 #[test]
 fn cors_page_calls_the_api_of_its_origin() {
-    let page = cors::page("http://127.0.0.1:8011".into());
+    let page = cors::page("http://127.0.0.1:8013".into());
     let resp = TestRequest::get("/").send(&page);
-    assert!(resp.text().contains("const api = \"http://127.0.0.1:8011\";"));
+    assert!(resp.text().contains("const api = \"http://127.0.0.1:8013\";"));
     let api = cors::api(PAGE_ORIGIN);
     let preflight = TestRequest::method("OPTIONS", "/api/notes/1")
         .header("Origin", PAGE_ORIGIN)
@@ -500,7 +500,7 @@ fn cors_page_calls_the_api_of_its_origin() {
 #[test]
 fn cors_api_keeps_other_origins_out() {
     let api = cors::api(PAGE_ORIGIN);
-    let other = TestRequest::get("/api/hello").header("Origin", "http://127.0.0.1:8012").send(&api);
+    let other = TestRequest::get("/api/hello").header("Origin", "http://127.0.0.1:8014").send(&api);
     assert_eq!((other.text(), other.header("access-control-allow-origin")), ("hello from the API", None));
     let refused = TestRequest::method("OPTIONS", "/api/notes/1")
         .header("Origin", PAGE_ORIGIN)

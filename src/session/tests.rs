@@ -117,7 +117,7 @@ fn rotation_at_login_leaves_a_planted_id_logged_in_as_nobody() {
     let victim = login(&sessions, Some(&planted), "victim");
     assert_ne!(victim, planted);
     assert_eq!(user(&sessions, &planted), None, "the planted id is forgotten");
-    assert_eq!(exchange(&sessions, Some(&planted), |s| s.is_empty()).1, true);
+    assert!(exchange(&sessions, Some(&planted), |s| s.is_empty()).1);
     // The data moved with the session to its new id.
     let kept =
         exchange(&sessions, Some(&victim), |s| (s.get("user").map(str::to_owned), s.get("cart").map(str::to_owned)));
