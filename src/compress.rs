@@ -137,7 +137,7 @@ impl<H> Compress<H> {
             }
             Plan::Compress => self.encode(&mut resp),
         }
-        add_vary(&mut resp);
+        resp.add_vary("Accept-Encoding");
         resp
     }
 
@@ -278,7 +278,7 @@ fn gzip(body: &[u8], level: Compression) -> Option<Vec<u8>> {
 /// gzipped, of another length, and a `304` must announce that one or none
 /// (RFC 9110 §8.6).
 fn revalidated(req: &Request<'_>, mut resp: Response) -> Response {
-    add_vary(&mut resp);
+    resp.add_vary("Accept-Encoding");
     if accepts_gzip(req.header_all("accept-encoding")) {
         resp.declared_length = None;
     }
@@ -299,21 +299,6 @@ fn revalidated(req: &Request<'_>, mut resp: Response) -> Response {
         }
     }
     resp
-}
-
-/// Adds `Accept-Encoding` to `Vary` (to the first `Vary` header if there
-/// is one, unless it already names it or is `*`).
-fn add_vary(resp: &mut Response) {
-    let vary = resp.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("vary"));
-    match vary {
-        None => resp.headers.push((Cow::Borrowed("Vary"), Cow::Borrowed("Accept-Encoding"))),
-        Some((_, value)) => {
-            let named = value.split(',').map(str::trim).any(|v| v == "*" || v.eq_ignore_ascii_case("accept-encoding"));
-            if !named {
-                *value = Cow::Owned(format!("{value}, Accept-Encoding"));
-            }
-        }
-    }
 }
 
 fn no_transform(cache_control: &str) -> bool {

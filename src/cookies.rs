@@ -204,3 +204,6 @@ mod tests {
         assert_eq!(split_cookies("a=b=c").collect::<Vec<_>>(), [("a", "b=c")]);
     }
 }
+
+#[cfg(feature = "sessions")]
+mod secure;

@@ -46,8 +46,9 @@
 //!   `tls` (HTTPS with rustls: `Server::tls`), `http` (conversions to and
 //!   from the `http` crate's request and response), `json` (bodies, and
 //!   `JsonError` for a JSON API's errors), `forms` (`Request::query_as`
-//!   and `Request::form_as`, into your types), `cookies`, `compression`
-//!   ([`compress`]) and `fs` ([`ServeDir`]).
+//!   and `Request::form_as`, into your types), `cookies`, `sessions`
+//!   (signed and private cookies, and `session::Sessions`), `compression`
+//!   ([`compress`]) and `fs` ([`ServeDir`]). [`cors()`] needs none.
 //!
 //! The [`guide`] has a cookbook, every limit and default, the protocol
 //! and security details and the platforms; ARCHITECTURE.md
@@ -69,6 +70,7 @@ mod body_writer;
 mod compress;
 mod config;
 mod cookies;
+pub mod cors;
 mod date;
 mod encode;
 mod error;
@@ -101,6 +103,8 @@ mod response;
 #[cfg(feature = "router")]
 pub mod router;
 mod server;
+#[cfg(feature = "sessions")]
+pub mod session;
 mod shared;
 mod signals;
 mod stats;
@@ -134,6 +138,7 @@ pub use config::{
 };
 #[cfg(feature = "cookies")]
 pub use cookie;
+pub use cors::{Cors, cors};
 pub use date::http_date;
 pub use error::{Error, ErrorKind};
 #[cfg(feature = "fs")]

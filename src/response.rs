@@ -545,6 +545,23 @@ impl Response {
         self.body.in_memory()
     }
 
+    /// Adds `name` to `Vary`: to the first `Vary` header if there is one,
+    /// unless it already names it or is `*` (RFC 9110 §12.5.5), else as a
+    /// header of its own. Wrappers whose answer depends on a request header
+    /// (`compress`, `cors`) call it.
+    pub(crate) fn add_vary(&mut self, name: &'static str) {
+        let vary = self.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("vary"));
+        match vary {
+            None => self.headers.push((Cow::Borrowed("Vary"), Cow::Borrowed(name))),
+            Some((_, value)) => {
+                let named = value.split(',').map(str::trim).any(|v| v == "*" || v.eq_ignore_ascii_case(name));
+                if !named {
+                    *value = Cow::Owned(format!("{value}, {name}"));
+                }
+            }
+        }
+    }
+
     /// The first value of the header `name` (case-insensitive) set on this
     /// response; `Content-Type` included.
     pub fn header(&self, name: &str) -> Option<&str> {

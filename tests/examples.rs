@@ -12,6 +12,9 @@ use httpool::{Request, Server, Version};
 
 // Each example's `main` is the example's, not these tests'.
 #[allow(dead_code)]
+#[path = "../examples/cors.rs"]
+mod cors;
+#[allow(dead_code)]
 #[path = "../examples/echo.rs"]
 mod echo;
 #[allow(dead_code)]
@@ -25,6 +28,10 @@ mod http_router;
 #[cfg(feature = "json")]
 #[path = "../examples/json_api.rs"]
 mod json_api;
+#[allow(dead_code)]
+#[cfg(all(feature = "sessions", feature = "router"))]
+#[path = "../examples/login.rs"]
+mod login;
 #[allow(dead_code)]
 #[cfg(feature = "router")]
 #[path = "../examples/routing.rs"]
@@ -465,4 +472,90 @@ fn static_files_serves_a_file_a_range_and_a_304() {
     let again = server.send(TestRequest::get("/index.html").header("If-None-Match", &etag));
     assert_eq!(again.status(), 304);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const PAGE_ORIGIN: &str = "http://127.0.0.1:8012";
+
+#[test]
+fn cors_page_calls_the_api_of_its_origin() {
+    let page = cors::page("http://127.0.0.1:8013".into());
+    let resp = TestRequest::get("/").send(&page);
+    assert!(resp.text().contains("const api = \"http://127.0.0.1:8013\";"));
+    let api = cors::api(PAGE_ORIGIN);
+    let preflight = TestRequest::method("OPTIONS", "/api/notes/1")
+        .header("Origin", PAGE_ORIGIN)
+        .header("Access-Control-Request-Method", "PUT")
+        .header("Access-Control-Request-Headers", "content-type,x-token")
+        .send(&api);
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.header("access-control-allow-headers"), Some("x-token, content-type"));
+    let put = TestRequest::put("/api/notes/1").header("Origin", PAGE_ORIGIN).header("X-Token", "letmein").body("hi");
+    let put = put.send(&api);
+    assert_eq!((put.text(), put.header("access-control-allow-origin")), ("stored hi", Some(PAGE_ORIGIN)));
+    let hello = TestRequest::get("/api/hello").header("Origin", PAGE_ORIGIN).send(&api);
+    assert_eq!(hello.header("access-control-expose-headers"), Some("x-api-version"));
+    assert_eq!(hello.header("access-control-allow-credentials"), Some("true"));
+}
+
+#[test]
+fn cors_api_keeps_other_origins_out() {
+    let api = cors::api(PAGE_ORIGIN);
+    let other = TestRequest::get("/api/hello").header("Origin", "http://127.0.0.1:8014").send(&api);
+    assert_eq!((other.text(), other.header("access-control-allow-origin")), ("hello from the API", None));
+    let refused = TestRequest::method("OPTIONS", "/api/notes/1")
+        .header("Origin", PAGE_ORIGIN)
+        .header("Access-Control-Request-Method", "PUT")
+        .header("Access-Control-Request-Headers", "x-other")
+        .send(&api);
+    assert_eq!(refused.status(), 403);
+}
+
+#[test]
+fn cors_api_reads_back_the_cookie_it_set() {
+    let api = cors::api(PAGE_ORIGIN);
+    let visit = TestRequest::post("/api/visit").send(&api);
+    let cookie = visit.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+    let back = TestRequest::get("/api/visit").header("Cookie", &cookie).send(&api);
+    assert_eq!(back.text(), format!("visitor {}", &cookie["visitor=".len()..]));
+    assert_eq!(TestRequest::get("/api/visit").send(&api).status(), 401);
+}
+
+#[cfg(all(feature = "sessions", feature = "router"))]
+#[test]
+fn login_signs_in_shows_the_private_page_and_signs_out() {
+    let app = login::app(httpool::cookie::Key::generate());
+    assert_eq!(TestRequest::get("/private").send(&app).status(), 401);
+    let form = "application/x-www-form-urlencoded";
+    let wrong = TestRequest::post("/login").header("Content-Type", form).body("user=alice&password=guess");
+    let wrong = wrong.send(&app);
+    assert_eq!((wrong.status(), wrong.header("set-cookie")), (401, None));
+    let signed_in = TestRequest::post("/login").header("Content-Type", form).body("user=alice&password=wonderland");
+    let signed_in = signed_in.send(&app);
+    assert_eq!((signed_in.status(), signed_in.header("location")), (303, Some("/private")));
+    let set = signed_in.header("set-cookie").unwrap();
+    assert!(set.ends_with("; HttpOnly; SameSite=Lax; Path=/"), "{set}");
+    let cookie = set.split(';').next().unwrap();
+    let private = TestRequest::get("/private").header("Cookie", cookie).send(&app);
+    assert_eq!(private.status(), 200);
+    assert!(private.text().contains("Welcome, alice."));
+    let out = TestRequest::post("/logout").header("Cookie", cookie).send(&app);
+    assert_eq!(out.status(), 303);
+    assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(TestRequest::get("/private").header("Cookie", cookie).send(&app).status(), 401);
+}
+
+#[cfg(all(feature = "sessions", feature = "router"))]
+#[test]
+fn login_refuses_a_tampered_cookie() {
+    let app = login::app(httpool::cookie::Key::generate());
+    let signed_in = TestRequest::post("/login")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("user=alice&password=wonderland")
+        .send(&app);
+    let cookie = signed_in.header("set-cookie").unwrap().split(';').next().unwrap().to_owned();
+    let mut bytes = cookie.into_bytes();
+    let at = bytes.len() / 2;
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).unwrap();
+    assert_eq!(TestRequest::get("/private").header("Cookie", &tampered).send(&app).status(), 401);
 }
