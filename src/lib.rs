@@ -47,7 +47,8 @@
 //!   from the `http` crate's request and response), `json` (bodies, and
 //!   `JsonError` for a JSON API's errors), `forms` (`Request::query_as`
 //!   and `Request::form_as`, into your types), `cookies`, `compression`
-//!   ([`compress`]) and `fs` ([`ServeDir`]).
+//!   ([`compress`]), `fs` ([`ServeDir`]) and `multipart` (HTML forms
+//!   with files, streamed: `httpool::multipart`).
 //!
 //! The [`guide`] has a cookbook, every limit and default, the protocol
 //! and security details and the platforms; ARCHITECTURE.md
@@ -89,6 +90,8 @@ mod json;
 #[cfg(feature = "json")]
 pub use json::JsonError;
 mod monitor;
+#[cfg(feature = "multipart")]
+pub mod multipart;
 mod net;
 mod outbox;
 mod parse;
