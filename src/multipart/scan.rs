@@ -218,11 +218,11 @@ impl Scanner {
     /// before it (or the preamble), and fills `head` in: `Ready(true)`, or
     /// `Ready(false)` after the close delimiter.
     pub(crate) fn next_head(&mut self, head: &mut PartHead) -> Result<Scan<bool>, Failure> {
-        let result = self.to_next_head(head);
+        let result = self.seek_head(head);
         self.failed(result)
     }
 
-    fn to_next_head(&mut self, head: &mut PartHead) -> Result<Scan<bool>, Failure> {
+    fn seek_head(&mut self, head: &mut PartHead) -> Result<Scan<bool>, Failure> {
         loop {
             let step = match self.state {
                 State::Failed(f) => return Err(f),
@@ -407,11 +407,14 @@ fn fill_head(head: &mut PartHead, section: &[u8]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A part's `name` and `filename`, each if it has one.
+type Names<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// The `name` and `filename` of a `Content-Disposition` value (RFC 7578
 /// §4.2), as written between their quotes. Each must be UTF-8; a parameter
 /// given twice, or parameters that do not parse, are refused. `filename*`
 /// (RFC 5987) is not read: RFC 7578 forbids senders it.
-fn disposition_names(value: &[u8]) -> Result<(Option<&[u8]>, Option<&[u8]>), Failure> {
+fn disposition_names(value: &[u8]) -> Result<Names<'_>, Failure> {
     let at = value.iter().position(|&b| b == b';').unwrap_or(value.len());
     if !trim(&value[..at]).iter().all(|&b| is_tchar(b)) || trim(&value[..at]).is_empty() {
         return Err(Failure::BadHead);
@@ -462,7 +465,7 @@ pub(crate) fn boundary_of(content_type: &[u8]) -> Option<&[u8]> {
 struct Params<'a>(&'a [u8]);
 
 impl<'a> Iterator for Params<'a> {
-    type Item = Option<(&'a [u8], &'a [u8])>;
+    type Item = Option<Param<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let rest = trim(self.0);
@@ -476,8 +479,11 @@ impl<'a> Iterator for Params<'a> {
     }
 }
 
+/// A parameter's key and value.
+type Param<'a> = (&'a [u8], &'a [u8]);
+
 /// One `; key=value` at the front of `s`, and what follows it.
-fn param(s: &[u8]) -> Option<((&[u8], &[u8]), &[u8])> {
+fn param(s: &[u8]) -> Option<(Param<'_>, &[u8])> {
     let s = trim(s.strip_prefix(b";")?);
     let key_len = s.iter().take_while(|&&b| is_tchar(b)).count();
     let (key, s) = s.split_at(key_len);
