@@ -106,6 +106,10 @@ pub const DEFAULT_MAX_PART_HEADER_BYTES: usize = 8 * 1024;
 /// ([`Multipart::max_field_bytes`]).
 pub const DEFAULT_MAX_FIELD_BYTES: u64 = 64 * 1024;
 
+/// The most [`Multipart::max_part_header_bytes`] takes: the buffer holds a
+/// head whole.
+const MAX_PART_HEADER_BYTES: usize = 1024 * 1024;
+
 const FORM_DATA: &str = "multipart/form-data";
 
 /// The limits one body is read under.
@@ -227,9 +231,9 @@ impl<'r> Multipart<'r> {
     /// Most bytes of one part's header section (its blank line included);
     /// a longer one is `400`. Default [`DEFAULT_MAX_PART_HEADER_BYTES`].
     /// The buffer the body goes through holds one whole, so it is larger
-    /// than this (16 KiB at least).
+    /// than this (16 KiB at least); a bound past 1 MiB is taken as 1 MiB.
     pub fn max_part_header_bytes(mut self, bytes: usize) -> Multipart<'r> {
-        self.scanner.limits_mut().max_part_header_bytes = bytes;
+        self.scanner.limits_mut().max_part_header_bytes = bytes.min(MAX_PART_HEADER_BYTES);
         self
     }
 

@@ -422,3 +422,18 @@ fn the_fuzz_seeds_read_the_same_however_cut() {
     }
     assert!(seeds >= 7, "{seeds} seeds");
 }
+
+/// A head bound at its extreme is taken as the largest buffer allowed, not
+/// allocated; at 0 every part's head is over it.
+#[test]
+fn a_head_bound_at_its_extremes_works() {
+    let raw = post("multipart/form-data; boundary=XyZ", FORM);
+    let status = |bound: usize| {
+        with_request(&raw, |req| {
+            let mut form = req.multipart().unwrap().max_part_header_bytes(bound);
+            form.next_part().map(|part| part.map(|p| p.name().map(str::to_owned))).map_err(|e| e.status())
+        })
+    };
+    assert_eq!(status(usize::MAX), Ok(Some(Some("a".to_owned()))));
+    assert_eq!(status(0), Err(400));
+}
