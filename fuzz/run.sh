@@ -12,7 +12,7 @@
 # (git-ignored). Exits non-zero when any target found something.
 #
 # Environment:
-#   FUZZ_TARGETS      targets to run (default: "parse_head conn_loop")
+#   FUZZ_TARGETS      targets to run (default: "parse_head conn_loop multipart")
 #   FUZZ_BUILD_FLAGS  extra `cargo fuzz` build flags
 #                     (default: --debug-assertions, so overflow checks and
 #                     debug_assert! are live)
@@ -31,7 +31,7 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
-targets=${FUZZ_TARGETS:-parse_head conn_loop}
+targets=${FUZZ_TARGETS:-parse_head conn_loop multipart}
 read -r -a build_flags <<<"${FUZZ_BUILD_FLAGS---debug-assertions}"
 
 # Longest input per target. parse_head: past the 16 KiB head limit.
@@ -41,6 +41,8 @@ max_len_for() {
     case $1 in
         parse_head) echo 20000 ;;
         conn_loop) echo 24576 ;;
+        # multipart: each input is also read a byte at a time.
+        multipart) echo 4096 ;;
         *) echo 20000 ;;
     esac
 }

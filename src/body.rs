@@ -7,7 +7,7 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use crate::error::FromBody;
+use crate::error::{Error, ErrorKind, FromBody};
 use crate::io::{Transport, now, read_wait, write_all_wait};
 
 /// One read of body bytes, waiting up to `timeout` for them. A worker that
@@ -444,6 +444,16 @@ impl<'a> Body<'a> {
     /// How reading failed, once it has.
     pub(crate) fn failure(&self) -> Option<BodyError> {
         self.error
+    }
+
+    /// The [`Error`] a failed read of this body stands for, by what the
+    /// body says went wrong.
+    pub(crate) fn read_error(&self, e: io::Error) -> Error {
+        match self.error {
+            Some(BodyError::TooLarge) => Error::body_too_large(usize::MAX),
+            Some(BodyError::Malformed) => Error::new(ErrorKind::BadRequest, "malformed chunked body").with_source(e),
+            _ => Error::from_body(e),
+        }
     }
 
     fn fail(&mut self, e: BodyError) -> io::Error {

@@ -33,6 +33,14 @@ pub fn parse(data: &[u8]) {
     }
 }
 
+/// Reads `data` as a `multipart/form-data` body, whole and cut into
+/// reads, and asserts each reading gives the same parts and the same end
+/// (the layout of `data` is in `src/multipart/replay.rs`).
+#[cfg(feature = "multipart")]
+pub fn multipart(data: &[u8]) {
+    crate::multipart::fuzz_cuts(data);
+}
+
 /// Runs the connection loop over `chunks` (each arriving after the worker
 /// parked), with a handler that reads the body and answers with it. Returns
 /// the bytes written.

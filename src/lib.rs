@@ -48,7 +48,8 @@
 //!   `JsonError` for a JSON API's errors), `forms` (`Request::query_as`
 //!   and `Request::form_as`, into your types), `cookies`, `sessions`
 //!   (signed and private cookies, and `session::Sessions`), `compression`
-//!   ([`compress`]) and `fs` ([`ServeDir`]). [`cors()`] needs none.
+//!   ([`compress`]), `fs` ([`ServeDir`]) and `multipart` (HTML forms
+//!   with files, streamed: `httpool::multipart`). [`cors()`] needs none.
 //!
 //! The [`guide`] has a cookbook, every limit and default, the protocol
 //! and security details and the platforms; ARCHITECTURE.md
@@ -91,6 +92,8 @@ mod json;
 #[cfg(feature = "json")]
 pub use json::JsonError;
 mod monitor;
+#[cfg(feature = "multipart")]
+pub mod multipart;
 mod net;
 mod outbox;
 mod parse;

@@ -7,7 +7,7 @@ use crate::net::Peer;
 use crate::proto::{Version, is_scheme};
 
 use crate::body::{Body, BodyError};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::headers::{HeaderIter, Headers};
 use crate::parse::{Head, HeaderSpan};
 
@@ -359,11 +359,7 @@ impl<'a> Request<'a> {
 
     /// The error of a failed body read, by what the body says went wrong.
     fn body_error(&self, e: io::Error) -> Error {
-        match self.body.failure() {
-            Some(BodyError::TooLarge) => Error::body_too_large(usize::MAX),
-            Some(BodyError::Malformed) => Error::new(ErrorKind::BadRequest, "malformed chunked body").with_source(e),
-            _ => Error::from_body(e),
-        }
+        self.body.read_error(e)
     }
 
     /// Reads the whole body as UTF-8 text, refusing bodies over `limit` bytes.
