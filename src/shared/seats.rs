@@ -418,6 +418,11 @@ impl<C: Occupant> SeatBoard<C> {
     /// `own` counts it among those taken since it was last polled
     /// ([`SeatBoard::wants_look`]).
     pub(crate) fn steal(&mut self, own: usize) -> Option<C> {
+        // The common case, a worker that served its seat's last request:
+        // nothing queued anywhere.
+        if self.queued == 0 && self.woken == 0 {
+            return None;
+        }
         let n = self.ready.len();
         let order = (1..=n).map(|i| (own + i) % n);
         let seat = order
