@@ -245,7 +245,11 @@ const READY_CAPACITY: usize = 16;
 /// Connections taken from a seat's ready list in a row while some a sender
 /// woke wait in its later list, at most: those are served after requests,
 /// but not starved by them.
+#[cfg(not(httpool_shuttle))]
 const LATER_AFTER: u32 = 16;
+/// Small in the model checks, whose few connections must reach it.
+#[cfg(httpool_shuttle)]
+const LATER_AFTER: u32 = 2;
 
 /// Per seat: its ready list and who watches it. Lives under the hub lock.
 pub(crate) struct SeatBoard<C = Box<Connection>> {
