@@ -338,6 +338,7 @@ impl<C: Occupant> SeatBoard<C> {
     }
 
     /// Queues `conn` at the back of `seat`'s ready list.
+    #[inline]
     pub(crate) fn push_ready(&mut self, seat: usize, conn: C) {
         self.ready[seat].push_back(conn);
         self.queued += 1;
