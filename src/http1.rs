@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use crate::body::BodyBounds;
 use crate::config::Config;
 use crate::date::DateCache;
+use crate::deadline::{after, is_past};
 use crate::encode::{HeadStart, encode_error, encode_overloaded};
 use crate::handler::Handler;
 use crate::io::{Ready, Transport, now};
@@ -40,8 +41,8 @@ use crate::proto::BodyKind;
 use crate::stats::Counters;
 
 use close::{close, close_idle, close_lingering, linger};
-use phase::{Drain, Dry, Kind, after};
-pub(crate) use phase::{Expiry, Then, earliest, is_past};
+use phase::{Drain, Dry, Kind};
+pub(crate) use phase::{Expiry, Then};
 use respond::respond;
 use state::ChunkScan;
 pub(crate) use state::{ConnState, Slow};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::http1::earliest;
+use crate::deadline::earliest;
 use crate::net::Stream;
 use crate::stats::{Counters, Held};
 use crate::sys;

@@ -70,6 +70,7 @@ mod compress;
 mod config;
 mod cookies;
 mod date;
+mod deadline;
 mod encode;
 mod error;
 pub mod events;

@@ -6,7 +6,8 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, after, earliest, flush, pause};
+use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, flush, pause};
+use crate::deadline::{after, earliest};
 use crate::io::{Ready, Transport, now};
 
 /// At shutdown, how long a lingering close waits on its socket at a time

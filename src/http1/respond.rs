@@ -13,11 +13,11 @@ use std::time::Instant;
 use super::state::chunked_body_settled_in;
 use super::stream::Streaming;
 use super::{
-    BUSY_RETRY_AFTER, ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with,
-    write_failed,
+    BUSY_RETRY_AFTER, ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, send_with, write_failed,
 };
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
+use crate::deadline::is_past;
 use crate::encode::{encode_head, error_response, overloaded_response, plan};
 use crate::feed::{Closed, Feed, Session};
 use crate::handler::Handler;
