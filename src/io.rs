@@ -317,7 +317,7 @@ pub(crate) struct Socket<'a> {
     /// hold the worker past the grace, and waits for a request body the
     /// handler reads at `Stop::drain_end`. `None` for a stream whose waits
     /// are not paced.
-    pub(crate) shutdown: Option<(&'a crate::http1::Stop, Duration)>,
+    pub(crate) shutdown: Option<(&'a crate::stop::Stop, Duration)>,
     /// Between [`Transport::begin_body_wait`] and its end: a wait for input
     /// is one for a request body.
     pub(crate) in_body_wait: bool,

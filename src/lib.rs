@@ -106,6 +106,7 @@ mod shared;
 mod signals;
 mod stats;
 mod status;
+mod stop;
 mod sync;
 mod sys;
 pub mod test;

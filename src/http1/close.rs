@@ -6,9 +6,10 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, flush, pause};
+use super::{ConnState, Ctx, Dry, Next, TURN_BYTES, Then, flush, pause};
 use crate::deadline::{after, earliest};
 use crate::io::{Ready, Transport, now};
+use crate::stop::LINGER;
 
 /// At shutdown, how long a lingering close waits on its socket at a time
 /// while other connections wait for a worker (see [`linger`]).

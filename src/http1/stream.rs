@@ -12,11 +12,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, LINGER, Next, TURN_BYTES, Then, close, close_lingering, pause, write_failed};
+use super::{ConnState, Ctx, Next, TURN_BYTES, Then, close, close_lingering, pause, write_failed};
 use crate::config::FREE_PENDING_BYTES;
 use crate::feed::{Closed, Feed, Session, Taken};
 use crate::io::{Ready, Transport, now};
 use crate::stats::{Counters, Held};
+use crate::stop::LINGER;
 
 /// The keep-alive comment of an event stream, as a chunk and bare.
 const BEAT_CHUNKED: &[u8] = b"3\r\n:\n\n\r\n";

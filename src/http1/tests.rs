@@ -9,6 +9,7 @@ use super::*;
 use crate::io::{Script, Transport};
 use crate::request::Request;
 use crate::response::Response;
+use crate::stop::LINGER;
 use crate::test::Driver;
 
 struct Run {

@@ -32,8 +32,8 @@ use mio::Token;
 use super::crew::{Crew, HandOver};
 use super::seats::SeatBoard;
 use super::slots::{Occupant, Slots, Timer};
-use crate::http1::Stop;
 use crate::stats::Threads;
+use crate::stop::Stop;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// How far shutdown has gone.

@@ -64,9 +64,9 @@ pub(crate) use slots::Connection;
 
 use crate::config::Config;
 use crate::feed::Notify;
-use crate::http1::{LINGER, Stop};
 use crate::net::Listener;
 use crate::stats::Counters;
+use crate::stop::{LINGER, Stop};
 use crate::sys::ThreadRef;
 
 /// Token of the listening socket.
