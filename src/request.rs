@@ -11,6 +11,13 @@ use crate::error::{Error, ErrorKind};
 use crate::headers::{HeaderIter, Headers};
 use crate::parse::{Head, HeaderSpan};
 
+#[cfg(feature = "router")]
+mod params;
+#[cfg(feature = "router")]
+pub use params::MAX_PARAMS;
+#[cfg(feature = "router")]
+pub(crate) use params::{RouteParams, names};
+
 /// Most bytes `read_body` reserves ahead on a `Content-Length`'s word.
 const PREALLOCATE_MAX: u64 = 1 << 20;
 
@@ -134,7 +141,7 @@ pub struct Request<'a> {
     body: Body<'a>,
     /// The parameters of the route that matched (set by the router).
     #[cfg(feature = "router")]
-    pub(crate) params: Option<crate::router::RouteParams>,
+    pub(crate) params: Option<RouteParams>,
 }
 
 impl<'a> Request<'a> {
