@@ -11,8 +11,10 @@ use crate::error::{Error, ErrorKind};
 use crate::headers::{HeaderIter, Headers};
 use crate::parse::{Head, HeaderSpan};
 
+mod fitness;
 #[cfg(feature = "router")]
 mod params;
+pub(crate) use fitness::{Unfit, fitness};
 #[cfg(feature = "router")]
 pub use params::MAX_PARAMS;
 #[cfg(feature = "router")]
@@ -264,7 +266,7 @@ impl<'a> Request<'a> {
     /// assert_eq!(not_for_this_hop.send(&handler).status(), 426);
     /// ```
     pub fn is_upgrade_to(&self, protocol: &str) -> bool {
-        crate::upgrade::fitness(self, protocol.as_bytes()).is_ok()
+        fitness(self, protocol.as_bytes()).is_ok()
     }
 
     /// `upgrade` is among the `Connection` options.
