@@ -26,9 +26,9 @@ use crate::net::Peer;
 use crate::parse::{ConnectionOption, Head, parse_head};
 use crate::proto::{BodyKind, ResponseFraming, Version};
 use crate::request::Request;
-use crate::response::{Payload, Response};
+use crate::response::{Payload, Refusal, Response};
 use crate::stats::Counters;
-use crate::upgrade::{OnUpgrade, Refusal, Upgraded};
+use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// What became of a request besides its response.
 struct Exchange {
@@ -147,7 +147,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);
     let switching = match answer {
-        Some(resp) if resp.switches() => match crate::upgrade::refusal(&req, resp) {
+        Some(resp) if resp.switches() => match crate::response::refusal(&req, resp) {
             Some(refusal) => {
                 refuse_upgrade(resp, &cx.peer, refusal);
                 false
