@@ -7,6 +7,7 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
+use crate::config::BodyBounds;
 use crate::error::FromBody;
 use crate::io::{Transport, now, read_wait, write_all_wait};
 
@@ -352,28 +353,6 @@ struct Settled {
     upgrading: bool,
     /// The body was read to its end.
     done: bool,
-}
-
-/// The bounds one body is read under.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BodyBounds {
-    /// Most body bytes.
-    pub(crate) limit: u64,
-    /// Longest wait for one read.
-    pub(crate) read_timeout: Duration,
-    /// Longest time for the whole body, from the first read that waits.
-    pub(crate) total_timeout: Duration,
-    /// Least rate in bytes per second: the waits of one body may total
-    /// `read_timeout` plus a second for every `min_rate` bytes received; 0:
-    /// no least rate.
-    pub(crate) min_rate: u64,
-    /// Longest a worker waits for the rest of a body its handler did not
-    /// read, to keep the connection; a slower client is closed after the
-    /// response.
-    pub(crate) drain_wait: Duration,
-    /// Most unread body bytes discarded after the handler returns
-    /// (`Server::max_drain_bytes`).
-    pub(crate) max_drain: u64,
 }
 
 /// What the connection needs to know once the handler is done with a body.

@@ -26,8 +26,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::body::BodyBounds;
-use crate::config::Config;
+use crate::config::{BodyBounds, Config};
 use crate::date::DateCache;
 use crate::deadline::is_past;
 use crate::encode::{HeadStart, encode_error, encode_overloaded};
