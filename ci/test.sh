@@ -4,6 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --check
 cargo clippy --all-targets --all-features -- -D warnings
+# No import cycle among the modules under src/ (the test prints any it finds,
+# with the line of each import in it); `cargo test` runs it again below.
+cargo test --test import_graph
 cargo test
 cargo test --all-features
 # Without the default features (no `log`, no `Router`): lints, and the
