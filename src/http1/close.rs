@@ -6,7 +6,10 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, Dry, Next, TURN_BYTES, Then, flush, pause};
+use super::phase::{Dry, Then};
+use super::state::ConnState;
+use super::worker::{Ctx, Next, TURN_BYTES};
+use super::{flush, pause};
 use crate::deadline::{after, earliest};
 use crate::io::{Ready, Transport, now};
 use crate::stop::LINGER;

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use super::phase::Then;
 use super::state::chunked_body_settled_in;
+use super::state::{ConnState, Slow};
 use super::stream::Streaming;
-use super::{
-    BUSY_RETRY_AFTER, ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, send_with, write_failed,
-};
+use super::worker::{BUSY_RETRY_AFTER, Ctx, INLINE_BODY, Ran, Seating};
+use super::{body_needs_socket, send_with, write_failed};
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
 use crate::deadline::is_past;

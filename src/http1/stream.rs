@@ -12,7 +12,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, Next, TURN_BYTES, Then, close, close_lingering, pause, write_failed};
+use super::close::{close, close_lingering};
+use super::phase::Then;
+use super::state::ConnState;
+use super::worker::{Ctx, Next, TURN_BYTES};
+use super::{pause, write_failed};
 use crate::config::FREE_PENDING_BYTES;
 use crate::feed::{Closed, Feed, Session, Taken};
 use crate::io::{Ready, Transport, now};

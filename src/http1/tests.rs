@@ -5,11 +5,15 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::state::Slow;
 use super::*;
+use crate::config::Config;
 use crate::io::{Script, Transport};
 use crate::request::Request;
 use crate::response::Response;
-use crate::stop::LINGER;
+use crate::stop::{LINGER, Stop};
 use crate::test::Driver;
 
 struct Run {
