@@ -16,13 +16,13 @@ mod close;
 mod phase;
 mod read_buf;
 mod respond;
+mod send;
 mod state;
 mod stream;
 mod worker;
 
 pub(crate) use state::SLEPT_MEMORY;
 
-use std::borrow::Cow;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,6 @@ use crate::deadline::is_past;
 use crate::encode::{encode_error, encode_overloaded};
 use crate::handler::Handler;
 use crate::io::{Ready, Transport, now};
-use crate::outbox::{self, Sent};
 use crate::parse::{Downgrade, Head, ParseError, downgrade_minor_version, parse_head};
 use crate::proto::BodyKind;
 
@@ -38,9 +37,10 @@ use close::{close, close_idle, close_lingering, linger};
 use phase::{Drain, Dry, Kind};
 pub(crate) use phase::{Expiry, Then};
 use respond::respond;
+use send::{Flushed, pause, send_before_going_on, send_queued, write_failed};
 use state::ChunkScan;
 pub(crate) use state::ConnState;
-use worker::{BUSY_RETRY_AFTER, INLINE_BODY, KEPT_OUT_CAPACITY, PIPELINE_FLUSH, TURN_BYTES, TURN_REQUESTS};
+use worker::{BUSY_RETRY_AFTER, PIPELINE_FLUSH, TURN_BYTES, TURN_REQUESTS};
 pub(crate) use worker::{Ctx, Next, NoSeat, Ran, Scratch, Seating};
 
 /// How much of its turn a connection has used, and whether its socket was
@@ -448,88 +448,6 @@ fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
     }
 }
 
-/// What writing the queued answers achieved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flushed {
-    /// Everything is out.
-    All,
-    /// The client took what it could; the rest waits with the connection.
-    Held,
-    /// The write failed (logged): the connection closes.
-    Failed,
-}
-
-/// Writes the queued answers as far as the client takes them now. The rest
-/// stays with the connection, which parks until the client can take more
-/// (so a slow reader holds no worker); `then` is what becomes of the
-/// connection once everything is out. At shutdown, when nothing parks any
-/// more, it waits for the client instead.
-fn send_queued<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, then: Then) -> Flushed {
-    match send_with(conn, io, cx, Cow::Borrowed(&[]), None, then) {
-        Ok(true) => Flushed::All,
-        Ok(false) => Flushed::Held,
-        Err(e) => {
-            write_failed(cx, &e);
-            Flushed::Failed
-        }
-    }
-}
-
-/// [`send_queued`]: `None` once everything is out, else the turn ends —
-/// parked until the client takes the rest (then the connection goes on as
-/// `then`), or closed after a failed write.
-fn flush<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, then: Then) -> Option<Next> {
-    match send_queued(conn, io, cx, then) {
-        Flushed::All => None,
-        Flushed::Held => Some(pause(conn, cx, Next::Park)),
-        Flushed::Failed => Some(pause(conn, cx, Next::Close)),
-    }
-}
-
-/// Logs a failed write; one that waited too long on the client counts as a
-/// timeout.
-fn write_failed<H: ?Sized>(cx: &Ctx<'_, H>, e: &io::Error) {
-    debug!("{}: write failed: {e}", cx.peer);
-    if e.kind() == io::ErrorKind::TimedOut {
-        cx.counters.timeout();
-    }
-}
-
-/// [`send_queued`], with `body`, then `file` (a file and the length to send
-/// from its position), written after the queued answers.
-fn send_with<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-    body: Cow<'static, [u8]>,
-    file: Option<(std::fs::File, u64)>,
-    then: Then,
-) -> io::Result<bool> {
-    // Already waiting for the client: nothing is queued meanwhile.
-    debug_assert!(!conn.is_sending() || (cx.scratch.out.is_empty() && body.is_empty() && file.is_none()));
-    if conn.is_sending() {
-        return Ok(false);
-    }
-    let policy = cx.policy();
-    match outbox::send(io, &mut cx.scratch.out, body, file, policy)? {
-        Sent::All => Ok(true),
-        Sent::Held(unsent) => {
-            conn.phase.sending(unsent, then);
-            Ok(false)
-        }
-    }
-}
-
-/// [`flush`] before the connection goes on to its next request: `None` to
-/// go on.
-fn send_before_going_on<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-) -> Option<Next> {
-    flush(conn, io, cx, Then::KeepAlive)
-}
-
 /// Sends what the client had not taken when the connection parked. `None`
 /// once everything is out and the connection goes on to its next request;
 /// else what becomes of it.
@@ -551,21 +469,6 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
         Then::Linger => Some(close_lingering(conn, io, cx)),
         Then::Abort => Some(close(conn, io, cx, false)),
     }
-}
-
-/// Ends a turn: the worker's buffer goes back, the phase's clock starts.
-/// A yielded turn's wait in the ready list is the server's, not the
-/// client's: it starts no head clock (requests it left whole must not be
-/// answered `408` for a queue's delay).
-fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Next {
-    conn.detach(&mut cx.scratch.buffers, cx.config.read_buffer_size(), Instant::now(), next != Next::Yield);
-    // Queued answers reach `PIPELINE_FLUSH` and one more; a handler's huge
-    // head (or a stream's write) may have grown the buffer far past that,
-    // and a worker keeps its scratch for life.
-    if cx.scratch.out.is_empty() && cx.scratch.out.capacity() > KEPT_OUT_CAPACITY {
-        cx.scratch.out = Vec::with_capacity(INLINE_BODY + 1024);
-    }
-    next
 }
 
 /// Parks a connection whose socket was read dry; `None`: read it once more

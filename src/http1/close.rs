@@ -7,9 +7,9 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::phase::{Dry, Then};
+use super::send::{flush, pause};
 use super::state::ConnState;
 use super::worker::{Ctx, Next, TURN_BYTES};
-use super::{flush, pause};
 use crate::deadline::{after, earliest};
 use crate::io::{Ready, Transport, now};
 use crate::stop::LINGER;

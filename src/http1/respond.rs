@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use super::body_needs_socket;
 use super::phase::Then;
+use super::send::{send_with, write_failed};
 use super::state::chunked_body_settled_in;
 use super::state::{ConnState, Slow};
 use super::stream::Streaming;
 use super::worker::{BUSY_RETRY_AFTER, Ctx, INLINE_BODY, Ran, Seating};
-use super::{body_needs_socket, send_with, write_failed};
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
 use crate::deadline::is_past;

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use super::close::{close, close_lingering};
 use super::phase::Then;
+use super::send::{pause, write_failed};
 use super::state::ConnState;
 use super::worker::{Ctx, Next, TURN_BYTES};
-use super::{pause, write_failed};
 use crate::config::FREE_PENDING_BYTES;
 use crate::feed::{Closed, Feed, Session, Taken};
 use crate::io::{Ready, Transport, now};

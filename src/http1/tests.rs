@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::state::Slow;
+use super::worker::{INLINE_BODY, KEPT_OUT_CAPACITY};
 use super::*;
 use crate::config::Config;
 use crate::io::{Script, Transport};
