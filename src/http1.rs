@@ -36,7 +36,7 @@ use crate::proto::BodyKind;
 use close::{close, close_idle, close_lingering, linger};
 use phase::{Drain, Dry, Kind};
 pub(crate) use phase::{Expiry, Then};
-use respond::respond;
+use respond::{body_needs_socket, respond};
 use send::{Flushed, pause, send_before_going_on, send_queued, write_failed};
 use state::ChunkScan;
 pub(crate) use state::ConnState;
@@ -550,16 +550,6 @@ fn route_expected_to_block<H: ?Sized>(conn: &ConnState, cx: &Ctx<'_, H>, head: &
     }
     let (method, path) = crate::request::route(&conn.unparsed()[..head.len], head);
     cx.seat.route_blocks(method, path)
-}
-
-/// True when the request's body is not all in the buffer: reading it waits
-/// on the client.
-fn body_needs_socket(conn: &ConnState, head: &Head) -> bool {
-    match head.body {
-        BodyKind::Empty => false,
-        BodyKind::Length(n) => n > (conn.unparsed().len() - head.len) as u64,
-        BodyKind::Chunked => true,
-    }
 }
 
 #[cfg(test)]

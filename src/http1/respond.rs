@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::body_needs_socket;
 use super::phase::Then;
 use super::send::{send_with, write_failed};
 use super::state::chunked_body_settled_in;
@@ -554,4 +553,14 @@ fn streamed(counters: &Counters, peer: &Peer, send: impl FnOnce() -> io::Result<
         counters.panic();
         Err(io::Error::other("the body's code panicked"))
     })
+}
+
+/// True when the request's body is not all in the buffer: reading it waits
+/// on the client.
+pub(super) fn body_needs_socket(conn: &ConnState, head: &Head) -> bool {
+    match head.body {
+        BodyKind::Empty => false,
+        BodyKind::Length(n) => n > (conn.unparsed().len() - head.len) as u64,
+        BodyKind::Chunked => true,
+    }
 }
