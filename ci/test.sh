@@ -21,6 +21,6 @@ cargo fmt --check "${notes[@]}"
 cargo clippy "${notes[@]}" --target-dir target --all-targets -- -D warnings
 cargo test "${notes[@]}" --target-dir target
 # Model checks of the engine's core under the shuttle scheduler
-# (src/shared/model.rs): thousands of interleavings of park/wake, hand-over,
+# (src/shared/model_tests.rs): thousands of interleavings of park/wake, hand-over,
 # spawn and retire; a lost wake-up fails them as a deadlock.
-RUSTFLAGS="--cfg httpool_shuttle" CARGO_TARGET_DIR=target/shuttle cargo test --lib shared::model
+RUSTFLAGS="--cfg httpool_shuttle" CARGO_TARGET_DIR=target/shuttle cargo test --lib shared::model_tests

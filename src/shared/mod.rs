@@ -43,7 +43,7 @@ mod accept;
 pub(crate) mod crew;
 pub(crate) mod engine;
 #[cfg(all(test, httpool_shuttle))]
-mod model;
+mod model_tests;
 pub(crate) mod routes;
 pub(crate) mod seats;
 pub(crate) mod slots;

@@ -25,7 +25,7 @@
 //! Run by `ci/test.sh`:
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg httpool_shuttle" cargo test --lib shared::model
+//! RUSTFLAGS="--cfg httpool_shuttle" cargo test --lib shared::model_tests
 //! ```
 
 use std::sync::Arc;
