@@ -28,6 +28,24 @@ struct Run {
     lingering: bool,
 }
 
+impl Run {
+    /// The run wrote exactly `wire` (dates as `D`), and each call of
+    /// `serve` came out as `outcomes` says.
+    #[track_caller]
+    fn is(&self, wire: impl AsRef<str>, outcomes: &[Next]) {
+        assert_eq!(self.wire, wire.as_ref());
+        assert_eq!(self.outcomes, outcomes);
+    }
+
+    /// The connection closes with the client possibly still sending: it
+    /// parks in a lingering close.
+    #[track_caller]
+    fn closes_lingering(&self) {
+        assert_eq!(self.outcomes, [Next::Park], "{}", self.wire);
+        assert!(self.lingering, "{}", self.wire);
+    }
+}
+
 fn run_with(config: Config, handler: &dyn Handler, chunks: &[&[u8]], eof: bool) -> Run {
     let mut s = Served::with_config(handler, config);
     let mut io = Script::new(chunks);
@@ -73,8 +91,7 @@ fn echo(req: &mut Request<'_>) -> Response {
 #[test]
 fn keeps_alive_and_parks_when_idle() {
     let r = run(&hello, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n", b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
-    assert_eq!(r.wire, format!("{HELLO}{HELLO}"));
-    assert_eq!(r.outcomes, [Next::Park, Next::Park]);
+    r.is(format!("{HELLO}{HELLO}"), &[Next::Park, Next::Park]);
 }
 
 #[test]
@@ -117,28 +134,25 @@ fn a_higher_minor_version_is_served_as_http11_at_every_cut_of_its_request_line()
 #[test]
 fn head_gets_length_but_no_body() {
     let r = run(&hello, &[b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"]);
-    assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n");
-    assert_eq!(r.outcomes, [Next::Park]);
+    r.is("HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\n", &[Next::Park]);
 }
 
 #[test]
 fn http10_closes_by_default() {
     let r = run(&hello, &[b"GET / HTTP/1.0\r\n\r\n"]);
-    assert_eq!(
-        r.wire,
-        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+    r.is(
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+        &[Next::Close],
     );
-    assert_eq!(r.outcomes, [Next::Close]);
 }
 
 #[test]
 fn http10_keep_alive_is_honoured() {
     let r = run(&hello, &[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"]);
-    assert_eq!(
-        r.wire,
-        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello"
+    r.is(
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello",
+        &[Next::Park],
     );
-    assert_eq!(r.outcomes, [Next::Park]);
 }
 
 #[test]
@@ -146,9 +160,7 @@ fn connection_close_from_the_client_closes() {
     let r = run(&hello, &[b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(r.wire.matches("HTTP/1.1 200").count(), 1);
     assert!(r.wire.contains("Connection: close\r\n"));
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 #[test]
@@ -160,9 +172,7 @@ fn an_unparsable_head_gets_400_and_close_after_earlier_responses() {
             "{HELLO}HTTP/1.1 400 Bad Request\r\nDate: D\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 11\r\nConnection: close\r\n\r\nBad Request"
         )
     );
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 #[test]
@@ -172,9 +182,7 @@ fn a_panicking_handler_gets_500_and_close() {
     assert!(r.wire.starts_with("HTTP/1.1 500 Internal Server Error\r\n"), "{}", r.wire);
     assert!(r.wire.contains("Connection: close\r\n"));
     assert_eq!(r.wire.matches("HTTP/1.1").count(), 1);
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 #[test]
@@ -212,9 +220,7 @@ fn a_body_too_long_to_drain_closes_the_connection() {
     let r = run_with(config, &hello, &[&req], false);
     assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.wire);
     assert!(r.wire.contains("Connection: close\r\n"));
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 #[test]
@@ -243,9 +249,7 @@ fn expect_continue_unread_gets_the_response_and_a_close() {
     assert!(!r.wire.contains("100 Continue"), "{}", r.wire);
     assert!(r.wire.starts_with("HTTP/1.1 200 OK\r\n"));
     assert!(r.wire.contains("Connection: close\r\n"));
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 #[test]
@@ -259,9 +263,7 @@ fn chunked_request_body_is_decoded() {
 fn malformed_chunked_body_gets_400_and_close() {
     let r = run(&echo, &[b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]);
     assert!(r.wire.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{}", r.wire);
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 #[test]
@@ -275,9 +277,7 @@ fn chunked_body_over_the_limit_gets_413() {
         false,
     );
     assert!(r.wire.starts_with("HTTP/1.1 413 Content Too Large\r\n"), "{}", r.wire);
-    // Closing with the client possibly still sending: a lingering close.
-    assert_eq!(r.outcomes, [Next::Park]);
-    assert!(r.lingering);
+    r.closes_lingering();
 }
 
 /// A chunk whose size alone is over the body limit gets `413` as soon as
@@ -304,8 +304,7 @@ fn streamed_response_is_chunked_for_http11_and_close_delimited_for_http10() {
         "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nstream\r\n0\r\n\r\n"
     );
     let r = run(&handler, &[b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"]);
-    assert_eq!(r.wire, "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nstream");
-    assert_eq!(r.outcomes, [Next::Close]);
+    r.is("HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nstream", &[Next::Close]);
 }
 
 #[test]
@@ -893,11 +892,10 @@ fn a_stream_closure_writes_chunks_for_http11_and_raw_for_http10() {
         .with_content_type("text/event-stream")
     };
     let r = run(&handler, &[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
-    assert_eq!(
-        r.wire,
-        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n"
+    r.is(
+        "HTTP/1.1 200 OK\r\nDate: D\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n",
+        &[Next::Park],
     );
-    assert_eq!(r.outcomes, [Next::Park]);
     let r = run(&handler, &[b"GET / HTTP/1.0\r\n\r\n"]);
     assert!(r.wire.ends_with("Connection: close\r\n\r\ndata: 1\n\ndata: 2\n\n"), "{}", r.wire);
 }
@@ -1868,11 +1866,9 @@ fn empty_lines_past_the_deadline_close_the_connection_as_it_parks() {
     let config = Config { idle_timeout: Duration::ZERO, ..Config::default() };
     let get: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
     let r = run_with(config.clone(), &hello, &[get, get], false);
-    assert_eq!(r.wire, format!("{HELLO}{HELLO}"));
-    assert_eq!(r.outcomes, [Next::Park, Next::Park]);
+    r.is(format!("{HELLO}{HELLO}"), &[Next::Park, Next::Park]);
     let r = run_with(config, &hello, &[get, b"\r\n", get], false);
-    assert_eq!(r.wire, HELLO);
-    assert_eq!(r.outcomes, [Next::Park, Next::Close]);
+    r.is(HELLO, &[Next::Park, Next::Close]);
 }
 
 #[test]
