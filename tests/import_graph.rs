@@ -74,9 +74,9 @@ impl Graph {
         let test_modules = test_modules(&lib);
         let exports = reexports(&lib, &graph.modules);
         graph.modules.retain(|m| !test_modules.contains(m));
-        let test_files: BTreeSet<PathBuf> = files.iter().flat_map(|(_, _, path)| test_children(path)).collect();
+        let test_files: Vec<PathBuf> = files.iter().flat_map(|(_, _, path)| test_children(path)).collect();
         for (module, to_root, path) in files {
-            if test_modules.contains(&module) || test_files.contains(&path) {
+            if test_modules.contains(&module) || test_files.iter().any(|t| path.starts_with(t)) {
                 continue;
             }
             let text = fs::read_to_string(&path).expect("a source file is readable");
@@ -419,7 +419,8 @@ fn ident(text: &str) -> String {
 }
 
 /// The files of the modules `path` declares only under a `cfg` needing
-/// `test` (`#[cfg(test)] mod tests;` in `src/a.rs` is `src/a/tests.rs`).
+/// `test` (`#[cfg(test)] mod tests;` in `src/a.rs` is `src/a/tests.rs`, or
+/// everything under `src/a/tests/`).
 fn test_children(path: &Path) -> Vec<PathBuf> {
     let text = fs::read_to_string(path).expect("a source file is readable");
     let dir = match path.file_name() {
@@ -428,7 +429,7 @@ fn test_children(path: &Path) -> Vec<PathBuf> {
     };
     let Some(dir) = dir else { return Vec::new() };
     let names = test_modules(&Code::strip(&text));
-    names.iter().flat_map(|name| [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")]).collect()
+    names.iter().flat_map(|name| [dir.join(format!("{name}.rs")), dir.join(name)]).collect()
 }
 
 /// The modules a file declares only under a `cfg` needing `test`.
