@@ -112,7 +112,7 @@ impl<H: Handler> Handler for AccessLog<H> {
         // failure there changes the answer: read it now (as the connection
         // loop would next, which then finds it done) to log that answer.
         let resp = outcome.as_ref().ok();
-        let upgrading = resp.is_some_and(|r| r.upgrade.is_some() && crate::upgrade::refusal(req, r).is_none());
+        let upgrading = resp.is_some_and(|r| r.upgrade.is_some() && crate::response::refusal(req, r).is_none());
         let drained = req.settle_body(upgrading);
         let (status, bytes) = sent(req, resp, drained);
         let line = Line { remote: req.peer_addr().map(|a| a.ip()), at, request: req, status, bytes, took };
@@ -135,7 +135,7 @@ fn sent(req: &Request<'_>, resp: Option<&Response>, drained: bool) -> (u16, Opti
     // The crate answers a panic with its 500, after logging it.
     let Some(resp) = resp else { return crate_answer(500) };
     if resp.switches() {
-        if let Some(refusal) = crate::upgrade::refusal(req, resp) {
+        if let Some(refusal) = crate::response::refusal(req, resp) {
             return crate_answer(refusal.status());
         }
         // The switch is off when the body before it could not be read.

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use crate::body::BodyBounds;
 use crate::parse::{Limits, MAX_HEADERS_CAP};
 
 /// Default count of core worker threads, which live as long as the server,
@@ -152,7 +151,7 @@ pub(crate) struct Config {
     pub(crate) write_min_rate: u64,
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_drain_bytes: u64,
-    /// See [`BodyBounds::drain_wait`](crate::body::BodyBounds); not a
+    /// See [`BodyBounds::drain_wait`](BodyBounds); not a
     /// setting (the in-memory harnesses lift it, so that how long a run
     /// takes changes nothing they check).
     pub(crate) drain_wait: Duration,
@@ -263,4 +262,26 @@ impl Config {
     pub(crate) fn read_buffer_size(&self) -> usize {
         self.limits.max_head_bytes + BODY_SLACK
     }
+}
+
+/// The bounds one body is read under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyBounds {
+    /// Most body bytes.
+    pub(crate) limit: u64,
+    /// Longest wait for one read.
+    pub(crate) read_timeout: Duration,
+    /// Longest time for the whole body, from the first read that waits.
+    pub(crate) total_timeout: Duration,
+    /// Least rate in bytes per second: the waits of one body may total
+    /// `read_timeout` plus a second for every `min_rate` bytes received; 0:
+    /// no least rate.
+    pub(crate) min_rate: u64,
+    /// Longest a worker waits for the rest of a body its handler did not
+    /// read, to keep the connection; a slower client is closed after the
+    /// response.
+    pub(crate) drain_wait: Duration,
+    /// Most unread body bytes discarded after the handler returns
+    /// (`Server::max_drain_bytes`).
+    pub(crate) max_drain: u64,
 }

@@ -8,15 +8,9 @@ use std::time::Duration;
 
 use crate::date::DATE_LEN;
 use crate::proto::{ResponseFraming, Version};
+pub(crate) use crate::response::error_response;
 use crate::response::{Payload, Response};
 use crate::status::{forbids_body, reason};
-
-/// The answer to a request the server refuses or could not hand to its
-/// handler: the status, its reason phrase as a short text body, and
-/// `Connection: close`.
-pub(crate) fn error_response(code: u16) -> Response {
-    Response::status(code).with_own_type("text/plain; charset=utf-8").with_body(reason(code)).with_close()
-}
 
 /// Appends the whole answer with `status` and `Connection: close`: its
 /// reason phrase as a short text body, none for a `HEAD` request.

@@ -13,296 +13,35 @@
 //! that never comes.
 
 mod close;
+mod head;
 mod phase;
 mod read_buf;
 mod respond;
+mod send;
 mod state;
 mod stream;
+mod worker;
 
 pub(crate) use state::SLEPT_MEMORY;
 
-use std::borrow::Cow;
 use std::io;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::body::BodyBounds;
-use crate::config::Config;
-use crate::date::DateCache;
-use crate::encode::{HeadStart, encode_error, encode_overloaded};
+use crate::deadline::is_past;
+use crate::encode::{encode_error, encode_overloaded};
 use crate::handler::Handler;
 use crate::io::{Ready, Transport, now};
-use crate::net::Peer;
-use crate::outbox::{self, Policy, Sent};
-use crate::parse::{Downgrade, Head, HeaderSpan, ParseError, downgrade_minor_version, parse_head};
-use crate::proto::BodyKind;
-use crate::stats::Counters;
+use crate::parse::{Head, ParseError};
 
 use close::{close, close_idle, close_lingering, linger};
-use phase::{Drain, Dry, Kind, after};
-pub(crate) use phase::{Expiry, Then, earliest, is_past};
-use respond::respond;
-use state::ChunkScan;
-pub(crate) use state::{ConnState, Slow};
-
-/// How long a connection closing after an error answer goes on reading
-/// (and discarding) what the client still sends: [`close_lingering`].
-pub(crate) const LINGER: Duration = Duration::from_secs(2);
-
-/// At shutdown, the time left at the end of the grace for a worker whose
-/// last lingering close ran to its limit to close and leave.
-const SETTLE: Duration = Duration::from_millis(100);
-
-/// The `Retry-After` of a `503` for a head refused a share of
-/// `max_pending_head_bytes`, and for an answer refused a place among the
-/// workers waiting on bodies or streaming.
-const BUSY_RETRY_AFTER: Duration = Duration::from_secs(1);
-
-/// Bodies up to this size are copied behind the head, for one write.
-const INLINE_BODY: usize = 32 * 1024;
-
-/// Queued answers to pipelined requests are written once they reach this
-/// size, so the queue stays under it plus one answer.
-const PIPELINE_FLUSH: usize = 64 * 1024;
-
-/// Capacity of the queued-answers buffer a worker keeps past a turn.
-const KEPT_OUT_CAPACITY: usize = 4 * PIPELINE_FLUSH;
-
-/// Requests one connection is answered in a turn before the others of its
-/// seat go first: a client that keeps pipelining cannot hold its worker.
-const TURN_REQUESTS: u32 = 64;
-
-/// Bytes one connection may have read in a turn (requests, or input
-/// discarded while lingering) before the others of its seat go first.
-const TURN_BYTES: usize = 256 * 1024;
-
-/// Buffers a worker lends to its connections (none of it is kept while a
-/// connection is parked, except the bytes of an unfinished head).
-#[derive(Debug)]
-pub(crate) struct Scratch {
-    /// Responses not yet written; flushed before each read and before parking.
-    pub(crate) out: Vec<u8>,
-    pub(crate) spans: Vec<HeaderSpan>,
-    pub(crate) date: DateCache,
-    /// The start of the last common answer's head, appended again whole.
-    pub(crate) head_start: HeadStart,
-    /// Read buffers returned by parked connections.
-    pub(crate) buffers: Vec<Vec<u8>>,
-    /// Which of the request count's stripes this worker adds to.
-    pub(crate) stripe: usize,
-    /// The server's bounds on request bodies, which each request's body
-    /// points to (a copy in each was some twenty instructions per request).
-    pub(crate) body_bounds: BodyBounds,
-}
-
-/// The stripe the next worker's scratch counts requests on.
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
-
-impl Scratch {
-    pub(crate) fn new(config: &Config) -> Scratch {
-        Scratch {
-            out: Vec::with_capacity(INLINE_BODY + 1024),
-            spans: Vec::with_capacity(config.limits.max_headers),
-            date: DateCache::new(),
-            head_start: HeadStart::new(),
-            buffers: Vec::new(),
-            stripe: NEXT_STRIPE.fetch_add(1, Ordering::Relaxed),
-            body_bounds: config.body_bounds(),
-        }
-    }
-}
-
-/// Whether the server is shutting down, and since when.
-#[derive(Debug, Default)]
-pub(crate) struct Stop {
-    stopping: AtomicBool,
-    since: OnceLock<Instant>,
-}
-
-impl Stop {
-    pub(crate) fn set(&self) {
-        let _ = self.since.set(Instant::now());
-        self.stopping.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn is_set(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
-    }
-
-    fn since(&self) -> Option<Instant> {
-        self.since.get().copied()
-    }
-
-    /// Once the server is stopping, until when connections are drained
-    /// under a shutdown grace of `grace`: the grace from the stop, less the
-    /// time a lingering close may take after it. `None`: no limit, or not
-    /// stopping.
-    pub(crate) fn drain_end(&self, grace: Duration) -> Option<Instant> {
-        after(self.since()?, grace.saturating_sub(LINGER))
-    }
-
-    /// Once the server is stopping, until when a worker may wait for a
-    /// client to take an answer under a shutdown grace of `grace`: as
-    /// [`Stop::drain_end`] while the grace is at least twice a lingering
-    /// close, else half the grace, so that a short grace (2 s or less)
-    /// still lets an answer under way reach a client that reads it rather
-    /// than cutting it at the first wait for room. The lingering close that
-    /// may follow is held to the grace by itself (`close_lingering`).
-    /// `None`: no limit, or not stopping.
-    pub(crate) fn room_end(&self, grace: Duration) -> Option<Instant> {
-        after(self.since()?, grace.saturating_sub(LINGER.min(grace / 2)))
-    }
-
-    /// Once the server is stopping, when a lingering close ends at the
-    /// latest under a shutdown grace of `grace`: the grace less a moment
-    /// ([`SETTLE`], or a tenth of a shorter grace) for the worker to close
-    /// and leave, so that [`ServerHandle::shutdown`](crate::ServerHandle::shutdown)
-    /// finds it gone rather than give up on it at the very end. `None`: no
-    /// limit, or not stopping.
-    pub(crate) fn linger_end(&self, grace: Duration) -> Option<Instant> {
-        after(self.since()?, grace.saturating_sub(SETTLE.min(grace / 10)))
-    }
-}
-
-/// What the worker does with the connection after [`serve`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Nothing to do until the socket reports readiness: park it.
-    Park,
-    /// It has had its turn and has more to do: serve the others of its
-    /// seat first, then it again (it must not park: no edge would wake it).
-    Yield,
-    Close,
-}
-
-/// What the engine offers a worker around a handler call.
-pub(crate) trait Seating {
-    /// A handler expected to block is about to run: another thread should
-    /// watch this worker's seat meanwhile. `slept`: a call on this
-    /// connection was seen asleep (see [`Ran::Asleep`]); only then may a
-    /// thread be added for it at once.
-    fn handler_may_block(&mut self, slept: bool);
-
-    /// The monitor's tick count: a handler call across two ticks blocked,
-    /// unless the worker was running all along (see `seen_since`). The
-    /// counter itself, read before and after each call: one call through
-    /// the seat's table, not two.
-    fn ticks(&self) -> &AtomicU64;
-
-    /// What the monitor found of this worker during its call from tick
-    /// `tick`, if it found its seat stuck meanwhile: asleep at its last look
-    /// or in the run of looks up to it (`Some(true)`), or else running or
-    /// waiting for a CPU (`Some(false)`). `None` when it did not look at
-    /// this worker, or cannot tell.
-    fn seen_since(&self, _tick: u64) -> Option<bool> {
-        None
-    }
-
-    /// This worker's thread's sleeps so far and the CPU time it used (see
-    /// `sys::sleeps_and_cpu`): a call handed over before it ran that slept,
-    /// and ran for less than half its time, blocked. `None` when that
-    /// cannot be told.
-    fn sleeps_and_cpu(&self) -> Option<(u64, Duration)> {
-        None
-    }
-
-    /// Some route was seen blocking: [`Seating::route_blocks`] may be true.
-    fn routes_remembered(&self) -> bool {
-        false
-    }
-
-    /// True when a call of `method` on `path` is expected to block, from
-    /// calls on other connections (see `shared::routes`).
-    fn route_blocks(&self, _method: &str, _path: &str) -> bool {
-        false
-    }
-
-    /// A call of `method` on `path` went as `ran` says.
-    fn route_ran(&self, _method: &str, _path: &str, _ran: Ran) {}
-
-    /// Whether other connections wait for a worker (at shutdown any worker
-    /// takes them): a close lingering at shutdown, which waits on its
-    /// socket, looks every `close::LINGER_SLICE` and lets them go first
-    /// (`close::linger`). `None`: no other connection can need this worker
-    /// (a driver of one connection), so the wait is not cut up.
-    fn others_ready(&self) -> Option<bool> {
-        None
-    }
-}
-
-/// How a handler call went, as far as the worker can tell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ran {
-    /// Within a monitor tick, or across ticks while the monitor saw the
-    /// worker running or waiting for a CPU each time: not blocked.
-    Quick,
-    /// Across two monitor ticks, and nobody saw how: taken as blocked.
-    Long,
-    /// Across two ticks, and the monitor found the worker asleep, or (a
-    /// call handed over before it ran, which the monitor does not watch)
-    /// the thread slept during it and ran for less than half of it: blocked.
-    Asleep,
-}
-
-/// A worker with no seat (tests and fuzzing).
-#[derive(Debug, Default)]
-pub(crate) struct NoSeat;
-
-impl Seating for NoSeat {
-    fn handler_may_block(&mut self, _: bool) {}
-
-    fn ticks(&self) -> &AtomicU64 {
-        static NEVER: AtomicU64 = AtomicU64::new(0);
-        &NEVER
-    }
-}
-
-/// What one worker brings to serving a connection.
-pub(crate) struct Ctx<'w, H: ?Sized> {
-    pub(crate) handler: &'w H,
-    pub(crate) config: &'w Config,
-    pub(crate) scratch: &'w mut Scratch,
-    /// The server is shutting down: finish the request at hand, then close.
-    pub(crate) stopping: &'w Stop,
-    pub(crate) counters: &'w Counters,
-    pub(crate) peer: Peer,
-    pub(crate) seat: &'w mut dyn Seating,
-    /// Some route had been seen blocking when the turn began
-    /// ([`Seating::routes_remembered`]): asked once a turn, not at each
-    /// request (two calls through the seat's table, some 15 instructions
-    /// per pipelined request). One first seen during the turn counts from
-    /// the next.
-    pub(crate) routes_remembered: bool,
-}
-
-impl<'w, H: ?Sized> Ctx<'w, H> {
-    fn is_stopping(&self) -> bool {
-        self.stopping.is_set()
-    }
-
-    /// At shutdown, until when a connection reads requests its client had
-    /// already sent, and waits for one begun: the shutdown grace from the
-    /// stop, less the time a lingering close may take after it. `None`:
-    /// no limit (or not stopping).
-    fn drain_end(&self) -> Option<Instant> {
-        self.stopping.drain_end(self.config.shutdown_grace)
-    }
-
-    /// Whether connections are being drained, and until when.
-    fn drain(&self) -> Drain {
-        if self.is_stopping() { Drain::Until(self.drain_end()) } else { Drain::No }
-    }
-
-    fn policy(&self) -> Policy<'w> {
-        Policy {
-            stopping: self.is_stopping(),
-            timeout: self.config.write_timeout,
-            counters: self.counters,
-            cap: self.config.max_unsent_bytes,
-        }
-    }
-}
+use head::{Parsed, parse_buffered};
+use phase::{Drain, Dry, Kind};
+pub(crate) use phase::{Expiry, Then};
+use respond::{body_needs_socket, respond};
+use send::{Flushed, pause, send_before_going_on, send_queued, write_failed};
+pub(crate) use state::ConnState;
+use worker::{BUSY_RETRY_AFTER, PIPELINE_FLUSH, TURN_BYTES, TURN_REQUESTS};
+pub(crate) use worker::{Ctx, Next, NoSeat, Ran, Scratch, Seating};
 
 /// How much of its turn a connection has used, and whether its socket was
 /// read dry.
@@ -503,127 +242,6 @@ fn close_unrequested<T: Transport, H: ?Sized>(
     Some(close(conn, io, cx, true))
 }
 
-/// What the bytes received so far make.
-enum Parsed {
-    Head(Head),
-    /// An unfinished head, or a small body still arriving: read more.
-    More,
-    Refused(ParseError),
-}
-
-/// Parses the unparsed bytes, when that can tell more than last time.
-fn parse_buffered<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>) -> Parsed {
-    let limits = &cx.config.limits;
-    conn.scan_awaited();
-    loop {
-        if !conn.has_unparsed() || !conn.worth_parsing(limits) {
-            return Parsed::More;
-        }
-        match parse_head(conn.unparsed(), limits, &mut cx.scratch.spans) {
-            // Behind empty lines (its method not first): parsed again
-            // without them (see `ConnState::skip_empty_lines`).
-            Ok(Some(head)) if head.method.0 > 0 => {
-                conn.skip_empty_lines();
-                conn.reparse_now();
-            }
-            Ok(Some(head)) => match awaited_body(conn, &head, cx) {
-                Some(Await::Length(len)) => {
-                    conn.await_body(head.len, len);
-                    return Parsed::More;
-                }
-                Some(Await::Chunked(scan)) => {
-                    conn.await_chunked(scan);
-                    return Parsed::More;
-                }
-                Some(Await::Refused(e)) => return Parsed::Refused(e),
-                None => return Parsed::Head(head),
-            },
-            Ok(None) => {
-                conn.parsed_partial();
-                return Parsed::More;
-            }
-            Err(ParseError::Version) => match downgrade_minor_version(conn.unparsed_mut()) {
-                Downgrade::Rewritten => conn.reparse_now(),
-                Downgrade::Unfinished => {
-                    conn.parsed_partial();
-                    return Parsed::More;
-                }
-                Downgrade::Refused => return Parsed::Refused(ParseError::Version),
-                Downgrade::Malformed => return Parsed::Refused(ParseError::Malformed("invalid HTTP version")),
-            },
-            Err(e) => return Parsed::Refused(e),
-        }
-    }
-}
-
-/// How many bytes of the request to collect before the handler runs, when
-/// more than are here: its body, or the first `body_buffer_bytes` of it
-/// (and at least what fits in the read buffer behind the head); with
-/// `body_buffer_bytes` 0, only a body with a length that fits in the read
-/// buffer behind its head. A body is
-/// collected like the rest of a head (parked, under the head deadline plus
-/// what its bytes earn at `body_min_rate`) rather than read by the handler
-/// on a worker, so a client trickling it holds no thread; at shutdown, when
-/// nothing parks, the worker waits for it under the same deadline (see
-/// [`finishing_head`]). Not when the client waits for `100 Continue`: the
-/// handler asks for the body then; but a chunked body sent with the head
-/// anyway and already known to be refused is refused here all the same.
-/// Collecting past the read buffer's size takes a share
-/// of the server-wide budget (`max_buffered_body_bytes`) when the buffer is
-/// about to grow (see [`read_more`]), held until the buffer shrinks back
-/// (`ConnState::detach`); with none left, it stops at the read buffer's
-/// size.
-fn awaited_body<H: ?Sized>(conn: &ConnState, head: &Head, cx: &Ctx<'_, H>) -> Option<Await> {
-    if head.body == BodyKind::Empty {
-        return None;
-    }
-    let buffer = cx.config.read_buffer_size();
-    let limit =
-        if conn.budget_spent() { buffer } else { buffer.max(head.len.saturating_add(cx.config.body_buffer_bytes)) };
-    let here = conn.unparsed().len();
-    let want = match head.body {
-        BodyKind::Length(_) if head.expect_continue => return None,
-        BodyKind::Length(n) => {
-            let whole = u64::try_from(head.len).ok()?.checked_add(n)?;
-            // Collecting off: only a request that fits in the read buffer.
-            if cx.config.body_buffer_bytes == 0 && whole > buffer as u64 {
-                return None;
-            }
-            let want = usize::try_from(whole).unwrap_or(usize::MAX).min(limit);
-            if here >= want {
-                return None;
-            }
-            Await::Length(want)
-        }
-        BodyKind::Chunked if cx.config.body_buffer_bytes == 0 => return None,
-        BodyKind::Chunked => {
-            let mut scan = ChunkScan::new(head.len, limit, cx.config.limits.max_body_bytes);
-            if scan.advance(conn.unparsed()) {
-                // A body already known to be refused is refused as a head
-                // is, before its handler runs: the handler's answer would
-                // be replaced by the error, and what it did would stand.
-                return scan.refusal().map(Await::Refused);
-            }
-            if head.expect_continue {
-                return None;
-            }
-            Await::Chunked(scan)
-        }
-        BodyKind::Empty => return None,
-    };
-    Some(want)
-}
-
-/// What [`awaited_body`] collects.
-enum Await {
-    /// Until this many bytes, head included, are here.
-    Length(usize),
-    /// Until the chunked body ends or its limit is here.
-    Chunked(ChunkScan),
-    /// Not at all: what is here of the chunked body is refused.
-    Refused(ParseError),
-}
-
 /// What a read brought.
 enum Read {
     Got,
@@ -709,88 +327,6 @@ fn finishing_head<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
     }
 }
 
-/// What writing the queued answers achieved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flushed {
-    /// Everything is out.
-    All,
-    /// The client took what it could; the rest waits with the connection.
-    Held,
-    /// The write failed (logged): the connection closes.
-    Failed,
-}
-
-/// Writes the queued answers as far as the client takes them now. The rest
-/// stays with the connection, which parks until the client can take more
-/// (so a slow reader holds no worker); `then` is what becomes of the
-/// connection once everything is out. At shutdown, when nothing parks any
-/// more, it waits for the client instead.
-fn send_queued<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, then: Then) -> Flushed {
-    match send_with(conn, io, cx, Cow::Borrowed(&[]), None, then) {
-        Ok(true) => Flushed::All,
-        Ok(false) => Flushed::Held,
-        Err(e) => {
-            write_failed(cx, &e);
-            Flushed::Failed
-        }
-    }
-}
-
-/// [`send_queued`]: `None` once everything is out, else the turn ends —
-/// parked until the client takes the rest (then the connection goes on as
-/// `then`), or closed after a failed write.
-fn flush<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut Ctx<'_, H>, then: Then) -> Option<Next> {
-    match send_queued(conn, io, cx, then) {
-        Flushed::All => None,
-        Flushed::Held => Some(pause(conn, cx, Next::Park)),
-        Flushed::Failed => Some(pause(conn, cx, Next::Close)),
-    }
-}
-
-/// Logs a failed write; one that waited too long on the client counts as a
-/// timeout.
-fn write_failed<H: ?Sized>(cx: &Ctx<'_, H>, e: &io::Error) {
-    debug!("{}: write failed: {e}", cx.peer);
-    if e.kind() == io::ErrorKind::TimedOut {
-        cx.counters.timeout();
-    }
-}
-
-/// [`send_queued`], with `body`, then `file` (a file and the length to send
-/// from its position), written after the queued answers.
-fn send_with<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-    body: Cow<'static, [u8]>,
-    file: Option<(std::fs::File, u64)>,
-    then: Then,
-) -> io::Result<bool> {
-    // Already waiting for the client: nothing is queued meanwhile.
-    debug_assert!(!conn.is_sending() || (cx.scratch.out.is_empty() && body.is_empty() && file.is_none()));
-    if conn.is_sending() {
-        return Ok(false);
-    }
-    let policy = cx.policy();
-    match outbox::send(io, &mut cx.scratch.out, body, file, policy)? {
-        Sent::All => Ok(true),
-        Sent::Held(unsent) => {
-            conn.phase.sending(unsent, then);
-            Ok(false)
-        }
-    }
-}
-
-/// [`flush`] before the connection goes on to its next request: `None` to
-/// go on.
-fn send_before_going_on<T: Transport, H: ?Sized>(
-    conn: &mut ConnState,
-    io: &mut T,
-    cx: &mut Ctx<'_, H>,
-) -> Option<Next> {
-    flush(conn, io, cx, Then::KeepAlive)
-}
-
 /// Sends what the client had not taken when the connection parked. `None`
 /// once everything is out and the connection goes on to its next request;
 /// else what becomes of it.
@@ -812,21 +348,6 @@ fn resume_sending<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx:
         Then::Linger => Some(close_lingering(conn, io, cx)),
         Then::Abort => Some(close(conn, io, cx, false)),
     }
-}
-
-/// Ends a turn: the worker's buffer goes back, the phase's clock starts.
-/// A yielded turn's wait in the ready list is the server's, not the
-/// client's: it starts no head clock (requests it left whole must not be
-/// answered `408` for a queue's delay).
-fn pause<H: ?Sized>(conn: &mut ConnState, cx: &mut Ctx<'_, H>, next: Next) -> Next {
-    conn.detach(&mut cx.scratch.buffers, cx.config.read_buffer_size(), Instant::now(), next != Next::Yield);
-    // Queued answers reach `PIPELINE_FLUSH` and one more; a handler's huge
-    // head (or a stream's write) may have grown the buffer far past that,
-    // and a worker keeps its scratch for life.
-    if cx.scratch.out.is_empty() && cx.scratch.out.capacity() > KEPT_OUT_CAPACITY {
-        cx.scratch.out = Vec::with_capacity(INLINE_BODY + 1024);
-    }
-    next
 }
 
 /// Parks a connection whose socket was read dry; `None`: read it once more
@@ -908,16 +429,6 @@ fn route_expected_to_block<H: ?Sized>(conn: &ConnState, cx: &Ctx<'_, H>, head: &
     }
     let (method, path) = crate::request::route(&conn.unparsed()[..head.len], head);
     cx.seat.route_blocks(method, path)
-}
-
-/// True when the request's body is not all in the buffer: reading it waits
-/// on the client.
-fn body_needs_socket(conn: &ConnState, head: &Head) -> bool {
-    match head.body {
-        BodyKind::Empty => false,
-        BodyKind::Length(n) => n > (conn.unparsed().len() - head.len) as u64,
-        BodyKind::Chunked => true,
-    }
 }
 
 #[cfg(test)]

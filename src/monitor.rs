@@ -18,10 +18,11 @@ use std::time::{Duration, Instant};
 
 use crate::date::DateCache;
 use crate::encode::encode_error;
-use crate::http1::{Expiry, LINGER};
+use crate::http1::Expiry;
 use crate::pool::Workers;
 use crate::shared::slots::Timer;
 use crate::shared::{CloseWhy, Connection, HandOver, IdleClose, Shared};
+use crate::stop::LINGER;
 use crate::sys;
 
 /// Longest the monitor sleeps: deadlines are enforced at least this often.

@@ -11,6 +11,15 @@ use crate::error::Error;
 use crate::headers::{HeaderIter, Headers};
 use crate::parse::{Head, HeaderSpan};
 
+mod fitness;
+#[cfg(feature = "router")]
+mod params;
+pub(crate) use fitness::{Unfit, fitness};
+#[cfg(feature = "router")]
+pub use params::MAX_PARAMS;
+#[cfg(feature = "router")]
+pub(crate) use params::{RouteParams, names};
+
 /// Most bytes `read_body` reserves ahead on a `Content-Length`'s word.
 const PREALLOCATE_MAX: u64 = 1 << 20;
 
@@ -134,7 +143,7 @@ pub struct Request<'a> {
     body: Body<'a>,
     /// The parameters of the route that matched (set by the router).
     #[cfg(feature = "router")]
-    pub(crate) params: Option<crate::router::RouteParams>,
+    pub(crate) params: Option<RouteParams>,
 }
 
 impl<'a> Request<'a> {
@@ -257,7 +266,7 @@ impl<'a> Request<'a> {
     /// assert_eq!(not_for_this_hop.send(&handler).status(), 426);
     /// ```
     pub fn is_upgrade_to(&self, protocol: &str) -> bool {
-        crate::upgrade::fitness(self, protocol.as_bytes()).is_ok()
+        fitness(self, protocol.as_bytes()).is_ok()
     }
 
     /// `upgrade` is among the `Connection` options.

@@ -586,6 +586,10 @@ impl fmt::Debug for Response {
 }
 
 pub(crate) mod build;
+mod refusal;
+
+pub(crate) use build::error_response;
+pub(crate) use refusal::{Refusal, refusal};
 
 #[cfg(test)]
 mod tests {

@@ -64,12 +64,11 @@ use std::str::FromStr;
 
 use crate::error::{Error, ErrorKind};
 use crate::handler::{Handler, IntoResponse};
-use crate::request::Request;
+use crate::request::{Request, RouteParams, names};
 use crate::response::Response;
 use crate::urlencoded::decode_component;
 
-/// Most parameters one route may have.
-pub const MAX_PARAMS: usize = 8;
+pub use crate::request::MAX_PARAMS;
 
 /// A route's handler, with the router's state.
 type Route<S> = Box<dyn Fn(&mut Request<'_>, &S) -> Response + Send + Sync>;
@@ -121,25 +120,6 @@ struct Path<S> {
     any: Option<Route<S>>,
     /// The `Allow` value: the methods routed, `HEAD` with `GET`.
     allow: String,
-}
-
-/// The parameters of the route that matched: its pattern (which names
-/// them, in order), and where each value sits in the request's path. Kept
-/// small: it is part of every `Request`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RouteParams {
-    pattern: &'static str,
-    len: u8,
-    spans: [(u32, u32); MAX_PARAMS],
-}
-
-impl RouteParams {
-    /// The raw (percent-encoded) value of `name` in `path`.
-    pub(crate) fn get<'p>(&self, path: &'p str, name: &str) -> Option<&'p str> {
-        let i = names(self.pattern).take(usize::from(self.len)).position(|n| n == name)?;
-        let (start, end) = self.spans[i];
-        path.get(start as usize..end as usize)
-    }
 }
 
 impl Router<()> {
@@ -345,29 +325,6 @@ impl<S: Send + Sync + 'static> Router<S> {
         let own = |m: &str| path.methods.iter().find(|(name, _)| &**name == m).map(|(_, route)| route);
         own(method).or_else(|| if method == "HEAD" { own("GET") } else { None }).or(path.any.as_ref())
     }
-}
-
-/// The parameter names in `pattern`, in order: `{name}` and `{*name}`
-/// (`{{` and `}}` are literal braces).
-fn names(pattern: &str) -> impl Iterator<Item = &str> {
-    let mut rest = pattern;
-    std::iter::from_fn(move || {
-        loop {
-            let at = rest.find(['{', '}'])?;
-            let (brace, after) = (rest.as_bytes()[at], &rest[at + 1..]);
-            if after.as_bytes().first() == Some(&brace) {
-                rest = &after[1..];
-                continue;
-            }
-            if brace == b'}' {
-                rest = after;
-                continue;
-            }
-            let end = after.find('}').unwrap_or(after.len());
-            rest = after.get(end + 1..).unwrap_or("");
-            return Some(after[..end].trim_start_matches('*'));
-        }
-    })
 }
 
 /// The `Allow` value for `methods`: each once, in the order routed, `HEAD`

@@ -1,7 +1,7 @@
 //! The locks and condition variables of the engine's core: std's, or
 //! under `--cfg httpool_shuttle` the model checker's, whose scheduler then
 //! explores the interleavings of the threads that use them (see
-//! `shared/model.rs`).
+//! `shared/model_tests.rs`).
 
 #[cfg(httpool_shuttle)]
 pub(crate) use shuttle::sync::{Mutex, MutexGuard};

@@ -6,8 +6,13 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, Dry, LINGER, Next, TURN_BYTES, Then, after, earliest, flush, pause};
+use super::phase::{Dry, Then};
+use super::send::{flush, pause};
+use super::state::ConnState;
+use super::worker::{Ctx, Next, TURN_BYTES};
+use crate::deadline::{after, earliest};
 use crate::io::{Ready, Transport, now};
+use crate::stop::LINGER;
 
 /// At shutdown, how long a lingering close waits on its socket at a time
 /// while other connections wait for a worker (see [`linger`]).

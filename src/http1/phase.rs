@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::stream::Streaming;
 use crate::config::Config;
+use crate::deadline::{after, earliest};
 use crate::outbox::Unsent;
 
 /// The phase of a connection. Only the moves below change it.
@@ -115,25 +116,6 @@ pub(crate) enum Drain {
     /// Stopping: requests already sent are read, and heads begun waited
     /// for, until then (`None`: no limit).
     Until(Option<Instant>),
-}
-
-/// `at + d`, or `None` (no deadline) when that is beyond what an `Instant`
-/// holds: a timeout of `Duration::MAX` means "never".
-pub(crate) fn after(at: Instant, d: Duration) -> Option<Instant> {
-    at.checked_add(d)
-}
-
-/// The earlier of two deadlines (`None`: never).
-pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// True once `deadline` has passed at `now`.
-pub(crate) fn is_past(deadline: Option<Instant>, now: Instant) -> bool {
-    deadline.is_some_and(|d| d <= now)
 }
 
 impl Phase {

@@ -10,14 +10,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use super::phase::Then;
+use super::send::{send_with, write_failed};
 use super::state::chunked_body_settled_in;
+use super::state::{ConnState, Slow};
 use super::stream::Streaming;
-use super::{
-    BUSY_RETRY_AFTER, ConnState, Ctx, INLINE_BODY, Ran, Seating, Slow, Then, body_needs_socket, is_past, send_with,
-    write_failed,
-};
+use super::worker::{BUSY_RETRY_AFTER, Ctx, INLINE_BODY, Ran, Seating};
 use crate::body::{Body, BodyError};
 use crate::body_writer::{BodyWriter, copy_body};
+use crate::deadline::is_past;
 use crate::encode::{encode_head, error_response, overloaded_response, plan};
 use crate::feed::{Closed, Feed, Session};
 use crate::handler::Handler;
@@ -26,9 +27,9 @@ use crate::net::Peer;
 use crate::parse::{ConnectionOption, Head, parse_head};
 use crate::proto::{BodyKind, ResponseFraming, Version};
 use crate::request::Request;
-use crate::response::{Payload, Response};
+use crate::response::{Payload, Refusal, Response};
 use crate::stats::Counters;
-use crate::upgrade::{OnUpgrade, Refusal, Upgraded};
+use crate::upgrade::{OnUpgrade, Upgraded};
 
 /// What became of a request besides its response.
 struct Exchange {
@@ -147,7 +148,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);
     let switching = match answer {
-        Some(resp) if resp.switches() => match crate::upgrade::refusal(&req, resp) {
+        Some(resp) if resp.switches() => match crate::response::refusal(&req, resp) {
             Some(refusal) => {
                 refuse_upgrade(resp, &cx.peer, refusal);
                 false
@@ -552,4 +553,14 @@ fn streamed(counters: &Counters, peer: &Peer, send: impl FnOnce() -> io::Result<
         counters.panic();
         Err(io::Error::other("the body's code panicked"))
     })
+}
+
+/// True when the request's body is not all in the buffer: reading it waits
+/// on the client.
+pub(super) fn body_needs_socket(conn: &ConnState, head: &Head) -> bool {
+    match head.body {
+        BodyKind::Empty => false,
+        BodyKind::Length(n) => n > (conn.unparsed().len() - head.len) as u64,
+        BodyKind::Chunked => true,
+    }
 }

@@ -6,9 +6,9 @@
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
-use super::Ran;
 use super::phase::{Drain, Dry, Phase, Then};
 use super::read_buf::{ReadBuf, Released};
+use super::worker::Ran;
 use crate::body::{BodyError, ChunkedDecoder};
 use crate::config::{Config, FREE_PENDING_BYTES};
 use crate::parse::{Limits, ParseError, trim_empty_lines};

@@ -12,11 +12,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{ConnState, Ctx, LINGER, Next, TURN_BYTES, Then, close, close_lingering, pause, write_failed};
+use super::close::{close, close_lingering};
+use super::phase::Then;
+use super::send::{pause, write_failed};
+use super::state::ConnState;
+use super::worker::{Ctx, Next, TURN_BYTES};
 use crate::config::FREE_PENDING_BYTES;
 use crate::feed::{Closed, Feed, Session, Taken};
 use crate::io::{Ready, Transport, now};
 use crate::stats::{Counters, Held};
+use crate::stop::LINGER;
 
 /// The keep-alive comment of an event stream, as a chunk and bare.
 const BEAT_CHUNKED: &[u8] = b"3\r\n:\n\n\r\n";

@@ -97,7 +97,7 @@ pub(crate) struct Script {
     /// At the next read that would block, once it has found nothing: the
     /// next chunk arrives and then this shutdown begins, both before the
     /// worker looks at the stop flag (a read that takes long, as under Wine).
-    pub(crate) stop_after_dry_read: Option<std::sync::Arc<crate::http1::Stop>>,
+    pub(crate) stop_after_dry_read: Option<std::sync::Arc<crate::stop::Stop>>,
 }
 
 impl Script {

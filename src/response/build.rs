@@ -1,9 +1,18 @@
-//! Constructors for common answers: HTML, and redirects (RFC 9110 §15.4)
-//! with a `Location` checked to be a URI reference.
+//! Constructors for common answers: HTML, redirects (RFC 9110 §15.4)
+//! with a `Location` checked to be a URI reference, and the plain answer
+//! the server gives itself for a status.
 
 use std::borrow::Cow;
 
 use super::{Content, Response};
+use crate::status::reason;
+
+/// The answer to a request the server refuses or could not hand to its
+/// handler: the status, its reason phrase as a short text body, and
+/// `Connection: close`.
+pub(crate) fn error_response(code: u16) -> Response {
+    Response::status(code).with_own_type("text/plain; charset=utf-8").with_body(reason(code)).with_close()
+}
 
 impl Response {
     /// `200 OK` with a `text/html; charset=utf-8` body.

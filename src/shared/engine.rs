@@ -3,7 +3,7 @@
 //! taken under the lock — which connection a worker serves next, when it
 //! polls its seat, sleeps, adopts another seat or retires; parking; hand-
 //! overs; the shutdown sweep. No sockets here: the readiness sets are
-//! reached through callbacks, so the model checks in `model.rs` run this
+//! reached through callbacks, so the model checks in `model_tests.rs` run this
 //! very code under a controlled scheduler with a simulated network.
 //!
 //! # Invariants (under the hub lock)
@@ -32,8 +32,8 @@ use mio::Token;
 use super::crew::{Crew, HandOver};
 use super::seats::{SeatBoard, SeatSet};
 use super::slots::{Occupant, Slots, Timer};
-use crate::http1::Stop;
 use crate::stats::Threads;
+use crate::stop::Stop;
 use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// How far shutdown has gone.

@@ -43,7 +43,7 @@ mod accept;
 pub(crate) mod crew;
 pub(crate) mod engine;
 #[cfg(all(test, httpool_shuttle))]
-mod model;
+mod model_tests;
 pub(crate) mod routes;
 pub(crate) mod seats;
 pub(crate) mod slots;
@@ -64,9 +64,9 @@ pub(crate) use slots::Connection;
 
 use crate::config::Config;
 use crate::feed::Notify;
-use crate::http1::{LINGER, Stop};
 use crate::net::Listener;
 use crate::stats::Counters;
+use crate::stop::{LINGER, Stop};
 use crate::sys::ThreadRef;
 
 /// Token of the listening socket.

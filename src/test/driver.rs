@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::handler::Handler;
-use crate::http1::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, Stop, serve};
+use crate::http1::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, serve};
 use crate::io::{Script, Transport};
 use crate::net::Peer;
 use crate::stats::Counters;
+use crate::stop::Stop;
 
 /// One connection, served turn after turn the way a worker serves it after
 /// each readiness event, with what a worker brings (its buffers, the

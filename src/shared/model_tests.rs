@@ -28,7 +28,7 @@
 //! design's own net for it. Run by `ci/test.sh`:
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg httpool_shuttle" cargo test --lib shared::model
+//! RUSTFLAGS="--cfg httpool_shuttle" cargo test --lib shared::model_tests
 //! ```
 
 use std::sync::Arc;
