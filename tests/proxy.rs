@@ -63,3 +63,26 @@ fn a_peer_that_is_not_a_trusted_proxy_is_its_own_client() {
     let (body, _) = &ask(&[], &[FORWARDED])[0];
     assert!(body.starts_with("127.0.0.1\nhttp\napp.internal:8080\n"), "{body}");
 }
+
+#[allow(dead_code)] // `main` is the example's.
+#[cfg(all(feature = "log", feature = "router"))]
+#[path = "../examples/metrics.rs"]
+mod metrics_example;
+
+/// The example's service: `/whoami` says who asked, the id echoed, and a
+/// scrape counts `/notes/{id}` under its pattern.
+#[cfg(all(feature = "log", feature = "router"))]
+#[test]
+fn the_metrics_example_answers_as_its_doc_says() {
+    use httpool::test::{TestRequest, TestServer};
+    let metrics = httpool::Metrics::new();
+    let app = TestServer::from_handler(metrics_example::service(&metrics)).trusted_proxies(["127.0.0.1"]);
+    let whoami = app.send(TestRequest::get("/whoami").header("X-Forwarded-For", "203.0.113.9"));
+    let id = whoami.header("x-request-id").unwrap().to_owned();
+    assert_eq!(whoami.text(), format!("203.0.113.9\nhttp\nlocalhost\n{id}\n"));
+    assert_eq!(app.send(TestRequest::get("/notes/7")).text(), "note 7\n");
+    assert_eq!(app.send(TestRequest::get("/notes/x")).status(), 400);
+    let scraped = app.send(TestRequest::get("/metrics"));
+    assert!(scraped.text().contains("httpool_requests_total{route=\"/notes/{id}\",status=\"2xx\"} 1\n"));
+    assert!(scraped.text().contains("httpool_requests_total{route=\"/notes/{id}\",status=\"4xx\"} 1\n"));
+}
