@@ -14,9 +14,10 @@
 //! `Testolope`. The access log goes to stderr. ci/interop.sh puts it behind
 //! nginx and HAProxy, ci/metrics.sh has Prometheus scrape it.
 //!
-//! `metrics ADDR WORKERS routed` and `metrics ADDR WORKERS metered` serve
-//! the routes alone (no log, no request id), without and with the metrics:
-//! what ci/callgrind.sh compares (`EXAMPLE=metrics EXAMPLE_ARGS=metered`).
+//! `metrics ADDR WORKERS routed|metered|counted` serves the routes alone
+//! (no log, no request id): without metrics, with them, and with counts
+//! only (`Metrics::counts_only`), which ci/callgrind.sh compares
+//! (`EXAMPLE=metrics EXAMPLE_ARGS=metered bash ci/callgrind.sh`).
 
 use httpool::{Metrics, Request, Response, Router, Server, access_log, request_id};
 
@@ -75,6 +76,10 @@ fn main() -> std::io::Result<()> {
     match args.next().as_deref() {
         Some("routed") => return server.serve_handler(app(&metrics)),
         Some("metered") => return server.serve_handler(metrics.wrap(app(&metrics))),
+        Some("counted") => {
+            let counts = Metrics::counts_only();
+            return server.serve_handler(counts.wrap(app(&counts)));
+        }
         _ => {}
     }
     log::set_logger(&Stderr).expect("the first logger");

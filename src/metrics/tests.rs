@@ -17,10 +17,10 @@ fn app(metrics: &Metrics) -> Metered<Router> {
 fn the_exposition_exactly() {
     let metrics = Metrics::new();
     let app = app(&metrics);
-    app.record(Some(app.inner.patterns().nth(1).unwrap()), 200, Duration::from_millis(7));
-    app.record(Some(app.inner.patterns().nth(1).unwrap()), 201, Duration::from_micros(1500));
-    app.record(Some(app.inner.patterns().nth(1).unwrap()), 503, Duration::from_secs(11));
-    app.record(None, 404, Duration::from_nanos(120));
+    app.record(Some(app.inner.patterns().nth(1).unwrap()), 200, Some(Duration::from_millis(7)));
+    app.record(Some(app.inner.patterns().nth(1).unwrap()), 201, Some(Duration::from_micros(1500)));
+    app.record(Some(app.inner.patterns().nth(1).unwrap()), 503, Some(Duration::from_secs(11)));
+    app.record(None, 404, Some(Duration::from_nanos(120)));
     let route_block = |route: &str, classes: [u64; 5]| {
         let mut out = String::new();
         for (i, n) in classes.iter().enumerate() {
@@ -106,7 +106,7 @@ fn label_values_are_escaped() {
     assert_eq!(out, "/a\\\"b\\\\c\\nd/{é}");
     let metrics = Metrics::new();
     let app = metrics.wrap(Router::new().get("/say/\"hi\"\\", |_req| Response::text("hi")));
-    app.record(app.inner.patterns().next(), 200, Duration::ZERO);
+    app.record(app.inner.patterns().next(), 200, Some(Duration::ZERO));
     let text = metrics.render();
     assert!(text.contains("httpool_requests_total{route=\"/say/\\\"hi\\\"\\\\\",status=\"2xx\"} 1\n"), "{text}");
 }
@@ -119,4 +119,28 @@ fn the_handler_answers_with_the_exposition_type() {
     let resp = TestRequest::get("/metrics").send(&app);
     assert_eq!(resp.header("content-type"), Some("text/plain; version=0.0.4; charset=utf-8"));
     assert!(resp.text().contains("httpool_requests_total{route=\"/metrics\",status=\"2xx\"} 1\n"), "{}", resp.text());
+}
+
+#[test]
+fn counts_only_writes_no_histogram() {
+    let metrics = Metrics::counts_only();
+    let app = metrics.wrap(Router::new().get("/", |_req| Response::text("home")));
+    TestRequest::get("/").send(&app);
+    let text = metrics.render();
+    assert!(text.contains("httpool_requests_total{route=\"/\",status=\"2xx\"} 1\n"), "{text}");
+    assert!(!text.contains("duration"), "{text}");
+}
+
+/// Every pattern of a large router is found in the table, by its own
+/// `&'static str`; a pattern with the same text elsewhere is not.
+#[test]
+fn the_table_finds_each_pattern_it_holds() {
+    let patterns: Vec<&'static str> = (0..100).map(|i| &*String::leak(format!("/p{i}"))).collect();
+    let series = |p| Arc::new(Series::new(p));
+    let table = Table::new(patterns.iter().map(|&p| (key(p), series(p))));
+    for &p in &patterns {
+        assert_eq!(table.get(key(p)).map(|s| s.route), Some(p));
+    }
+    assert!(table.get(key(String::leak("/p7".to_owned()))).is_none());
+    assert!(Table::new(std::iter::empty()).get(key("/")).is_none());
 }
