@@ -55,7 +55,7 @@
 //! (and every other status class, bucket and `# HELP` line), then the
 //! server's counters (`httpool_connections_accepted_total`,
 //! `httpool_responses_total`, `httpool_threads`, ... one for each field of
-//! [`Stats`](crate::Stats)). The status is the handler's (`500` for one that
+//! [`Stats`]). The status is the handler's (`500` for one that
 //! panicked); the duration, the handler's call, from the request reaching
 //! the wrapper to its response (a body sent afterwards, a file or a stream,
 //! is not in it). Buckets: 5 ms to 10 s, as Prometheus' client libraries
