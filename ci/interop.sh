@@ -15,10 +15,15 @@
 #            no 5xx, upstream connections reused) and echo (a chunked upload
 #            streamed through with proxy_request_buffering off), and of echo
 #            on a Unix domain socket (its file removed at SIGTERM, and a
-#            file left by SIGKILL replaced at the next start)
+#            file left by SIGKILL replaced at the next start), and of
+#            examples/metrics with X-Forwarded-For and X-Request-Id: curl's
+#            own address (127.0.0.2) answered and logged, nginx's id taken
 #   HAProxy  in front of testolope (http-reuse always): wrk on /testolope
 #            and on the blocking /sleep at once; no 5xx, no errors, no
-#            retries by HAProxy's own counters
+#            retries by HAProxy's own counters; `option forwardfor` to
+#            examples/metrics: curl's address answered and logged
+#   spoofed  X-Forwarded-For sent to examples/metrics by a peer it does not
+#            trust: ignored
 #
 #   bash ci/interop.sh
 #
@@ -189,6 +194,11 @@ echo_port=$(free_port)
 start echo "$echo_port" "$bin/echo" "127.0.0.1:$echo_port"
 testolope_port=$(free_port)
 start testolope "$testolope_port" "$bin/testolope" "127.0.0.1:$testolope_port"
+# The client behind a proxy: examples/metrics trusts 127.0.0.1 (nginx and
+# HAProxy connect from there); curl connects from 127.0.0.2, an address
+# of its own, which the proxies forward and the example must log.
+whoami_port=$(free_port)
+TRUSTED_PROXIES=127.0.0.1 start whoami "$whoami_port" "$bin/metrics" "127.0.0.1:$whoami_port"
 E="http://127.0.0.1:$echo_port"
 sock="$tmp/echo.sock"
 start_unix echo-unix "$sock" "$bin/echo" "unix:$sock"
@@ -337,6 +347,11 @@ http {
         keepalive 32;
         keepalive_timeout 4s;
     }
+    upstream whoami {
+        server 127.0.0.1:$whoami_port;
+        keepalive 8;
+        keepalive_timeout 4s;
+    }
     upstream echo_unix {
         server unix:$sock;
         keepalive 8;
@@ -348,6 +363,15 @@ http {
             proxy_pass http://testolope;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+        }
+        location /whoami {
+            proxy_pass http://whoami;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto \$scheme;
+            proxy_set_header X-Forwarded-Host \$host;
+            proxy_set_header X-Request-Id \$request_id;
         }
         location /unix/ {
             proxy_pass http://echo_unix;
@@ -413,6 +437,37 @@ if [[ $left == yes ]] && unix_echoed c; then
     ok "a socket file left by a killed server is replaced by the next one, served behind nginx"
 else
     not_ok "restart on a Unix socket file left by SIGKILL: file left '$left'; $(tail -n 3 "$tmp/echo-unix-again.log" | tr '\n' '|')"
+fi
+
+# whoami_checks NAME URL: through the proxy NAME at URL, curl from
+# 127.0.0.2 is the client the example answers and logs, with the request
+# id it answers; the same headers spoofed by curl straight to the example
+# are ignored.
+whoami_checks() {
+    local name=$1 url=$2 body id
+    body=$("${CURL[@]}" --interface 127.0.0.2 -D "$tmp/whoami-$name.head" "$url/whoami" 2>&1) || true
+    id=$(tr -d '\r' <"$tmp/whoami-$name.head" 2>/dev/null | awk -F': ' 'tolower($1) == "x-request-id" { print $2 }')
+    if [[ $(head -n 1 <<<"$body") == 127.0.0.2 && -n $id && $(sed -n 4p <<<"$body") == "$id" ]] &&
+        grep -q "^127\.0\.0\.2 - - .*\"GET /whoami HTTP/1.1\" 200 .* $id\$" "$tmp/whoami.log"; then
+        ok "$name → examples/metrics: the client 127.0.0.2 answered and logged, request id $id"
+    else
+        not_ok "$name → whoami: answered '$(tr '\n' '|' <<<"$body")', id '$id', log tail: $(tail -n 2 "$tmp/whoami.log" | tr '\n' '|')"
+    fi
+}
+whoami_checks nginx "$N"
+# nginx's own id (32 hex digits) was taken: it comes from a trusted proxy.
+if [[ $(sed -n 4p <<<"$("${CURL[@]}" "$N/whoami" 2>&1)") =~ ^[0-9a-f]{32}$ ]]; then
+    ok "nginx's \$request_id is the request's id"
+else
+    not_ok "nginx's \$request_id was not taken: $(tail -n 1 "$tmp/whoami.log")"
+fi
+out=$("${CURL[@]}" --interface 127.0.0.2 -H 'X-Forwarded-For: 6.6.6.6' -H 'X-Forwarded-Proto: https' \
+    -H 'X-Request-Id: spoofed-id' "http://127.0.0.1:$whoami_port/whoami" 2>&1) || true
+if [[ $(head -n 2 <<<"$out" | tr '\n' ' ') == "127.0.0.2 http " && $(sed -n 4p <<<"$out") != spoofed-id ]] &&
+    grep -q '^127\.0\.0\.2 - - .*"GET /whoami HTTP/1.1" 200 ' "$tmp/whoami.log" && ! grep -q '^6\.6\.6\.6 ' "$tmp/whoami.log"; then
+    ok "spoofed X-Forwarded-For, X-Forwarded-Proto and X-Request-Id from an untrusted peer ignored"
+else
+    not_ok "spoofed forwarding headers: answered '$(tr '\n' '|' <<<"$out")'; log tail: $(tail -n 1 "$tmp/whoami.log")"
 fi
 
 out=$("${CURL[@]}" -w ' %{http_code}' "$N/testolope") || true
@@ -519,7 +574,12 @@ frontend web
     bind 127.0.0.1:$haproxy_port
     stats enable
     stats uri /haproxy-stats
+    use_backend whoami if { path /whoami }
     default_backend testolope
+backend whoami
+    # X-Forwarded-For with the client's address.
+    option forwardfor
+    server w1 127.0.0.1:$whoami_port
 backend testolope
     http-reuse always
     # Idle server connections are dropped below httpool's idle timeout
@@ -534,6 +594,7 @@ EOF
 start haproxy "$haproxy_port" "$HAPROXY" -db -f "$hap/haproxy.cfg"
 H="http://127.0.0.1:$haproxy_port"
 say "$("$HAPROXY" -v | head -n 1) on $H, wrk: -t2 -c$WRK_CONNECTIONS /testolope and -t1 -c16 /sleep, -d${WRK_DURATION}s"
+whoami_checks HAProxy "$H"
 out=$("${CURL[@]}" -o "$tmp/haproxy-get.out" -w '%{http_code}' "$H/testolope" 2>&1) || true
 if [[ $out == 200 && $(cat "$tmp/haproxy-get.out") == Testolope ]]; then
     ok "HAProxy → testolope: GET /testolope"

@@ -25,13 +25,16 @@ pub const ACCESS_LOG_TARGET: &str = "httpool::access";
 /// 192.0.2.7 - - [23/Nov/2026:16:29:14 +0000] "GET /index.html HTTP/1.1" 200 3072 "https://example.com/" "curl/8.5.0" 152
 /// ```
 ///
-/// Fields: client address (`-` on a Unix socket), identity and user (always
+/// Fields: client address ([`Request::client_addr`]: the peer's, or the
+/// one a trusted proxy forwards; `-` on a Unix socket), identity and user (always
 /// `-`), the time the request reached the handler (UTC), the request line,
 /// the status sent, the body bytes (`-` for none, or a streamed body of
 /// unknown length; none for a `HEAD` request or a `2xx` to `CONNECT`), `Referer` and `User-Agent` (`-` when absent; quotes,
 /// backslashes and bytes outside printable ASCII written as `\"`, `\\` and
 /// `\xHH`, so a client cannot forge a line), and the duration.
-/// [`LogFormat::Common`] leaves out `Referer` and `User-Agent`.
+/// [`LogFormat::Common`] leaves out `Referer` and `User-Agent`. Under
+/// [`request_id`](crate::request_id) (inside or around this wrapper) the
+/// request's id follows the duration.
 ///
 /// The status is the one the client gets: `500` for a response the crate
 /// refuses (an invalid header) or a handler that panicked, the crate's own
@@ -115,7 +118,7 @@ impl<H: Handler> Handler for AccessLog<H> {
         let upgrading = resp.is_some_and(|r| r.upgrade.is_some() && crate::response::refusal(req, r).is_none());
         let drained = req.settle_body(upgrading);
         let (status, bytes) = sent(req, resp, drained);
-        let line = Line { remote: req.peer_addr().map(|a| a.ip()), at, request: req, status, bytes, took };
+        let line = Line { remote: req.client_addr(), at, request: req, status, bytes, took };
         log::info!(target: ACCESS_LOG_TARGET, "{}", line.format(self.format));
         match outcome {
             Ok(resp) => resp,
@@ -205,6 +208,11 @@ impl Line<'_, '_> {
             }
         }
         write!(out, " {}", self.took.as_micros()).ok();
+        // Visible ASCII, whoever made it (`request_id`).
+        if let Some(id) = req.request_id() {
+            out.push(' ');
+            out.push_str(id);
+        }
         out
     }
 }

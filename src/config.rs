@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::parse::{Limits, MAX_HEADERS_CAP};
+use crate::proxy::TrustedProxies;
 
 /// Default count of core worker threads, which live as long as the server,
 /// where workers are not pinned ([`Server::pin_workers`](crate::Server::pin_workers),
@@ -168,6 +169,8 @@ pub(crate) struct Config {
     /// Set on the listener as the server starts; `None`: left as it is.
     pub(crate) listen_backlog: Option<u32>,
     pub(crate) limits: Limits,
+    /// Whose forwarding headers are believed; none by default.
+    pub(crate) trusted_proxies: TrustedProxies,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
@@ -202,6 +205,7 @@ impl Default for Config {
             batch_scheduling: true,
             pin_workers: None,
             listen_backlog: None,
+            trusted_proxies: TrustedProxies::default(),
             #[cfg(feature = "tls")]
             tls: None,
             limits: Limits {
@@ -256,6 +260,18 @@ impl Config {
     /// default half of the most threads.
     pub(crate) fn streaming_workers(&self) -> usize {
         self.max_streaming_workers.unwrap_or(self.max_workers.max(self.workers) / 2).max(1)
+    }
+
+    /// `Server::trusted_proxies` and `TestServer::trusted_proxies`.
+    ///
+    /// # Panics
+    ///
+    /// On an entry that is not an address, a CIDR range or `unix`.
+    pub(crate) fn set_trusted_proxies<S: AsRef<str>>(&mut self, proxies: impl IntoIterator<Item = S>) {
+        match TrustedProxies::parse(proxies) {
+            Ok(proxies) => self.trusted_proxies = proxies,
+            Err(e) => panic!("trusted_proxies: {e}"),
+        }
     }
 
     /// Size of a connection's read buffer while a worker serves it.

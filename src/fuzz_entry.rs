@@ -172,7 +172,7 @@ impl ParsedHead {
         let bounds = self.config.body_bounds();
         let body = Body::new(self.head.body, &mut io, &mut [], 0, &bounds, false);
         let peer = Peer::Ip(SocketAddr::from((Ipv4Addr::LOCALHOST, 1)));
-        let mut req = Request::new(&self.raw, self.head, &self.spans, peer, false, body);
+        let mut req = Request::new(&self.raw, self.head, &self.spans, peer, false, body, &crate::proxy::NO_PROXIES);
         handler.handle(&mut req).status
     }
 }

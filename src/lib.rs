@@ -92,6 +92,8 @@ mod io;
 mod json;
 #[cfg(feature = "json")]
 pub use json::JsonError;
+#[cfg(feature = "router")]
+pub mod metrics;
 mod monitor;
 #[cfg(feature = "multipart")]
 pub mod multipart;
@@ -100,9 +102,11 @@ mod outbox;
 mod parse;
 mod pool;
 mod proto;
+pub mod proxy;
 mod request;
 #[cfg(test)]
 mod request_fixture;
+mod request_id;
 mod response;
 #[cfg(feature = "router")]
 pub mod router;
@@ -150,8 +154,11 @@ pub use error::{Error, ErrorKind};
 pub use fs::{DEFAULT_MEMORY_CACHE_BYTES, ServeDir};
 pub use handler::{Handler, IntoResponse};
 pub use headers::HeaderIter;
+#[cfg(feature = "router")]
+pub use metrics::Metrics;
 pub use proto::Version;
 pub use request::Request;
+pub use request_id::{MAX_REQUEST_ID_BYTES, RequestId, request_id};
 pub use response::{Content, Response};
 #[cfg(feature = "router")]
 pub use router::Router;

@@ -727,6 +727,12 @@ fn is_absolute_form(target: &[u8]) -> bool {
     is_scheme(scheme) && !name.is_empty() && check_host(host).is_ok()
 }
 
+/// A `Host` value as the head parser takes it, and not empty: for hosts
+/// that come in other headers (`X-Forwarded-Host`, `Forwarded`'s `host`).
+pub(crate) fn is_valid_host(value: &[u8]) -> bool {
+    !value.is_empty() && check_host(value).is_ok()
+}
+
 mod fast;
 mod framing;
 #[cfg(test)]

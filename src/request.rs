@@ -10,14 +10,18 @@ use crate::body::{Body, BodyError};
 use crate::error::Error;
 use crate::headers::{HeaderIter, Headers};
 use crate::parse::{Head, HeaderSpan};
+use crate::proxy::TrustedProxies;
 
 mod fitness;
+mod forwarded;
+mod id;
 #[cfg(feature = "router")]
 mod params;
 pub(crate) use fitness::{Unfit, fitness};
 #[cfg(feature = "router")]
-pub use params::MAX_PARAMS;
+pub(crate) use id::{MADE_LEN, RequestIdText};
 #[cfg(feature = "router")]
+pub use params::MAX_PARAMS;
 pub(crate) use params::{RouteParams, names};
 
 /// Most bytes `read_body` reserves ahead on a `Content-Length`'s word.
@@ -141,9 +145,16 @@ pub struct Request<'a> {
     peer: Peer,
     tls: bool,
     body: Body<'a>,
+    /// Whose forwarding headers are believed (`Server::trusted_proxies`).
+    proxies: &'a TrustedProxies,
+    /// The request id, once `request_id` has given one.
+    pub(crate) request_id: Option<RequestIdText<'a>>,
     /// The parameters of the route that matched (set by the router).
     #[cfg(feature = "router")]
     pub(crate) params: Option<RouteParams>,
+    /// The pattern of the route that matched (set by the router).
+    #[cfg(feature = "router")]
+    pub(crate) route: Option<&'static str>,
 }
 
 impl<'a> Request<'a> {
@@ -155,6 +166,7 @@ impl<'a> Request<'a> {
         peer: Peer,
         tls: bool,
         body: Body<'a>,
+        proxies: &'a TrustedProxies,
     ) -> Request<'a> {
         let (method, target) = (method_text(head, parsed.method), text(head, parsed.target));
         Request {
@@ -166,8 +178,12 @@ impl<'a> Request<'a> {
             peer,
             tls,
             body,
+            proxies,
+            request_id: None,
             #[cfg(feature = "router")]
             params: None,
+            #[cfg(feature = "router")]
+            route: None,
         }
     }
 
@@ -286,6 +302,12 @@ impl<'a> Request<'a> {
         self.headers.all(name)
     }
 
+    /// Every value of the header `name`, borrowed for as long as the
+    /// request's head.
+    pub(crate) fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'a [u8]> + 's {
+        self.headers.all(name)
+    }
+
     /// The media type of `Content-Type`, parameters dropped
     /// (`application/json; charset=utf-8` → `application/json`).
     pub(crate) fn media_type(&self) -> Option<&str> {
@@ -298,15 +320,22 @@ impl<'a> Request<'a> {
         self.headers.iter()
     }
 
-    /// The address of the client; `None` on a Unix domain socket.
+    /// The address of the connection's peer; `None` on a Unix domain
+    /// socket. Behind a proxy that is the proxy:
+    /// [`Request::client_addr`] reads what a trusted one forwards.
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.peer.ip()
     }
 
+    /// The proxies whose forwarding headers are believed.
+    pub(crate) fn proxies(&self) -> &'a TrustedProxies {
+        self.proxies
+    }
+
     /// True when the request came over TLS (a server with
     /// [`Server::tls`](crate::Server)): its scheme is `https`. Behind a
-    /// proxy that ends TLS this is false; trust the proxy's own header
-    /// (`X-Forwarded-Proto`, `Forwarded`) instead, if you trust the proxy.
+    /// proxy that ends TLS this is false; [`Request::client_scheme`] reads
+    /// what a trusted proxy forwards.
     pub fn is_tls(&self) -> bool {
         self.tls
     }

@@ -15,6 +15,24 @@ use crate::request::Request;
 pub(crate) fn with_request_limited<R>(raw: &[u8], max_body_bytes: u64, f: impl FnOnce(&mut Request<'_>) -> R) -> R {
     let mut config = Config::default();
     config.limits.max_body_bytes = max_body_bytes;
+    let peer = Peer::Ip(SocketAddr::from((Ipv4Addr::new(192, 0, 2, 7), 51000)));
+    request_under(raw, &config, peer, f)
+}
+
+/// Calls `f` with the request `raw` holds, come from `peer` to a server
+/// that trusts `proxies`.
+pub(crate) fn with_request_from<R>(
+    raw: &[u8],
+    peer: Peer,
+    proxies: &[&str],
+    f: impl FnOnce(&mut Request<'_>) -> R,
+) -> R {
+    let mut config = Config::default();
+    config.set_trusted_proxies(proxies);
+    request_under(raw, &config, peer, f)
+}
+
+fn request_under<R>(raw: &[u8], config: &Config, peer: Peer, f: impl FnOnce(&mut Request<'_>) -> R) -> R {
     let mut spans = Vec::new();
     let head = parse_head(raw, &config.limits, &mut spans).expect("a valid head").expect("a whole head");
     let mut buf = raw.to_vec();
@@ -23,8 +41,7 @@ pub(crate) fn with_request_limited<R>(raw: &[u8], max_body_bytes: u64, f: impl F
     let mut io = Script { eof: true, ..Script::default() };
     let bounds = config.body_bounds();
     let body = Body::new(head.body, &mut io, rest, buffered, &bounds, false);
-    let peer = Peer::Ip(SocketAddr::from((Ipv4Addr::new(192, 0, 2, 7), 51000)));
-    let mut req = Request::new(before, head, &spans, peer, false, body);
+    let mut req = Request::new(before, head, &spans, peer, false, body, &config.trusted_proxies);
     f(&mut req)
 }
 

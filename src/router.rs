@@ -110,8 +110,8 @@ pub struct Router<S = ()> {
 
 /// One pattern and its routes.
 struct Path<S> {
-    /// The pattern, which names the parameters a handler reads; empty for
-    /// a mount (its prefix is in `Router::mounts`).
+    /// The pattern, which names the parameters a handler reads; for a
+    /// mount, its prefix (`/` for the root), which names none.
     pattern: &'static str,
     /// How many parameters it has.
     params: usize,
@@ -269,7 +269,11 @@ impl<S: Send + Sync + 'static> Router<S> {
         assert!(!prefix.contains(['{', '}']), "mount {prefix:?}: a prefix has no parameters");
         assert!(self.mounts.iter().all(|(p, _)| &**p != prefix), "mount {prefix:?}: mounted twice");
         let route: Route<S> = Box::new(move |req: &mut Request<'_>, _: &S| handler.handle(req));
-        let path = Path { pattern: "", params: 0, methods: Vec::new(), any: Some(route), allow: String::new() };
+        // What `Request::route` says of the requests it takes: a label made
+        // once, as the router is built, for the life of the program (a
+        // router is made once; its patterns are string literals).
+        let label: &'static str = if prefix.is_empty() { "/" } else { Box::leak(prefix.into()) };
+        let path = Path { pattern: label, params: 0, methods: Vec::new(), any: Some(route), allow: String::new() };
         self.paths.push(path);
         self.mounts.push((prefix.into(), self.paths.len() - 1));
         // The longest prefix first.
@@ -289,7 +293,7 @@ impl<S: Send + Sync + 'static> Router<S> {
         assert!(pattern.starts_with('/'), "route {pattern:?}: a pattern starts with /");
         let is_token = !method.is_empty() && method.bytes().all(crate::proto::is_tchar);
         assert!(is_token, "route {pattern:?}: {method:?} is not a method");
-        let index = match self.paths.iter().position(|path| path.pattern == pattern) {
+        let index = match self.paths.iter().position(|path| path.any.is_none() && path.pattern == pattern) {
             Some(index) => index,
             None => {
                 let params = names(pattern).count();
@@ -317,6 +321,13 @@ impl<S: Send + Sync + 'static> Router<S> {
         path.methods.push((method.into(), route));
         path.allow = allow(&path.methods);
         self
+    }
+
+    /// The patterns routed and the prefixes mounted, each once: what
+    /// [`Request::route`] may say of a request this router answers (its
+    /// own routes'; a router mounted in it says its own).
+    pub(crate) fn patterns(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.paths.iter().map(|path| path.pattern)
     }
 
     /// The route for `method` at `path`: its own, `GET`'s for `HEAD`, the
@@ -363,6 +374,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
                 }
                 Err(_) if req.target() == "*" && req.method() == "OPTIONS" => {
                     // About the server as a whole (RFC 9110 §9.3.7).
+                    req.route = None;
                     return Response::status(204).with_header("Allow", self.all_methods());
                 }
                 Err(_) => match self.mount_for(path) {
@@ -371,6 +383,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
                         // No route of this router's: no parameters of
                         // its own (an outer router's are not).
                         req.params = None;
+                        req.route = None;
                         return match &self.fallback {
                             Some(fallback) => fallback(req, &self.state),
                             None => Response::text("Not Found\n").with_status(404),
@@ -380,6 +393,7 @@ impl<S: Send + Sync + 'static> Handler for Router<S> {
             },
         };
         let entry = &self.paths[index];
+        req.route = Some(entry.pattern);
         // Those of this route only (a router inside another sets its own).
         if params.len > 0 || req.params.is_some() {
             req.params = (params.len > 0).then_some(params);
@@ -429,6 +443,19 @@ impl<S> fmt::Debug for Router<S> {
 }
 
 impl Request<'_> {
+    /// The pattern of the route a [`Router`] matched the request to, as
+    /// written there (`/notes/{id}`), or the prefix of the
+    /// [mount](Router::mount) that took it (`/static`; `/` for one at the
+    /// root); `None` for a request no route matched (the router's `404`
+    /// or its [`fallback`](Router::fallback)) or that was not routed.
+    /// Matched by path: a `405` for a method the pattern has no route for
+    /// says it too. Of routers within routers, the innermost that matched
+    /// says. A label for metrics and logs that a client cannot multiply
+    /// as it can raw paths.
+    pub fn route(&self) -> Option<&'static str> {
+        self.route
+    }
+
     /// The value of the parameter `name` (`{name}` or `{*name}`) of the
     /// route that matched, percent-decoded; `None` when that route has no
     /// such parameter (or the request was not routed). Bytes that do not

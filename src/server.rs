@@ -299,6 +299,25 @@ impl Server {
         self
     }
 
+    /// The proxies whose forwarding headers are believed: addresses
+    /// (`"127.0.0.1"`, `"::1"`), ranges in CIDR notation (`"10.0.0.0/8"`,
+    /// `"fd00::/8"`), and `"unix"` for peers on a Unix domain socket. A
+    /// request from one of them has [`Request::client_addr`](crate::Request::client_addr),
+    /// [`client_scheme`](crate::Request::client_scheme) and
+    /// [`client_host`](crate::Request::client_host) from its `Forwarded`
+    /// or `X-Forwarded-*` headers, and its `X-Request-Id` taken by
+    /// [`request_id`](crate::request_id); from any other peer those
+    /// headers are ignored. Default: none (every request's client is its
+    /// peer). See [`proxy`](crate::proxy) for how the headers are read.
+    ///
+    /// # Panics
+    ///
+    /// On an entry that is none of those, naming it.
+    pub fn trusted_proxies<S: AsRef<str>>(mut self, proxies: impl IntoIterator<Item = S>) -> Server {
+        self.config.set_trusted_proxies(proxies);
+        self
+    }
+
     /// What happens to new connections while the server is saturated (queue
     /// full or `max_connections` open). Default: [`Overload::Wait`].
     pub fn overload(mut self, policy: Overload) -> Server {
@@ -877,6 +896,12 @@ impl ShutdownSignal {
     /// Starts shutdown and returns at once; [`ServerHandle::join`] waits.
     pub fn shutdown(&self) {
         self.shared.stop();
+    }
+
+    /// The server's live counters, as [`ServerHandle::stats`].
+    #[cfg(feature = "router")]
+    pub(crate) fn stats(&self) -> Stats {
+        self.shared.snapshot()
     }
 }
 

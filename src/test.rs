@@ -377,6 +377,18 @@ impl<H: Handler> TestServer<H> {
         self.config.limits.legacy_protocols = allow;
         self
     }
+
+    /// Believe the forwarding headers of these peers; as
+    /// [`Server::trusted_proxies`](crate::Server::trusted_proxies) (a
+    /// request's peer is [`TestRequest::peer`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`Server::trusted_proxies`](crate::Server::trusted_proxies).
+    pub fn trusted_proxies<S: AsRef<str>>(mut self, proxies: impl IntoIterator<Item = S>) -> TestServer<H> {
+        self.config.set_trusted_proxies(proxies);
+        self
+    }
 }
 
 impl<H> std::fmt::Debug for TestServer<H> {

@@ -54,10 +54,12 @@ fn main() {
     println!("test keep_alive_requests_allocate_nothing ... ok");
     #[cfg(feature = "router")]
     {
-        routed_requests_allocate_nothing();
+        routed_requests_allocate_nothing(routes());
         println!("test routed_requests_allocate_nothing ... ok");
+        metered_requests_allocate_nothing();
+        println!("test metered_requests_allocate_nothing ... ok");
     }
-    println!("{} passed, 0 failed", if cfg!(feature = "router") { 2 } else { 1 });
+    println!("{} passed, 0 failed", if cfg!(feature = "router") { 3 } else { 1 });
 }
 
 fn keep_alive_requests_allocate_nothing() {
@@ -91,12 +93,12 @@ fn keep_alive_requests_allocate_nothing() {
 /// and for a fourth parameter: static patterns are found before it, and the
 /// documented bound for no allocation is three parameters.)
 #[cfg(feature = "router")]
-fn routed_requests_allocate_nothing() {
+fn routes() -> httpool::Router {
     let mut router = httpool::Router::new();
     for pattern in ROUTES {
         router = router.get(pattern, |_req| "other");
     }
-    let router = router
+    router
         .get("/users/{user}/notes/{id}", |req| {
             let ok = req.param("user").as_deref() == Some("ann") && req.param_as::<u64>("id").is_ok_and(|id| id == 42);
             // The client checks the status.
@@ -104,7 +106,23 @@ fn routed_requests_allocate_nothing() {
         })
         .get("/a/{x}/{y}/{z}", |_req| "Testolope")
         .get("/notes/new", |_req| "Testolope")
-        .mount("/", |_req: &mut httpool::Request| "Testolope");
+        .mount("/", |_req: &mut httpool::Request| "Testolope")
+}
+
+/// The same requests counted by `Metrics` under their patterns (a route
+/// with parameters, static ones, a mount): counting allocates nothing
+/// either.
+#[cfg(feature = "router")]
+fn metered_requests_allocate_nothing() {
+    let metrics = httpool::Metrics::new();
+    routed_requests_allocate_nothing(metrics.wrap(routes()));
+    let text = metrics.render();
+    let counted = "httpool_requests_total{route=\"/users/{user}/notes/{id}\",status=\"2xx\"} 7000\n";
+    assert!(text.contains(counted), "{text}");
+}
+
+#[cfg(feature = "router")]
+fn routed_requests_allocate_nothing(router: impl httpool::Handler) {
     let server = Server::bind("127.0.0.1:0").unwrap().workers(2).max_workers(2).spawn_handler(router).unwrap();
     let [mut conn, mut other] = connect_two(server.local_addr());
     let mut buf = [0u8; 1024];

@@ -5,18 +5,23 @@
 # totals divided by N is the cost of one request, start-up excluded.
 # With DEPTH=16 the client sends 16 requests at once and reads the 16
 # answers (pipelined), N times; the cost is then per request of a batch.
+# EXAMPLE (default testolope) names another example that answers
+# `GET /testolope`, run as `EXAMPLE ADDR 4 EXAMPLE_ARGS`.
 #   bash benches/scripts/callgrind.sh [N]        # default N=2000
 #   DEPTH=16 bash benches/scripts/callgrind.sh 200
+#   EXAMPLE=metrics EXAMPLE_ARGS=metered bash benches/scripts/callgrind.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-2000}
 DEPTH=${DEPTH:-1}
+EXAMPLE=${EXAMPLE:-testolope}
+EXAMPLE_ARGS=${EXAMPLE_ARGS:-}
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-cargo build --release --example testolope -q
+cargo build --release --example "$EXAMPLE" -q
 total() {
     local count=$1 port=$2 out
     out=$(mktemp)
-    valgrind --tool=callgrind --callgrind-out-file="$out" ./target/release/examples/testolope "127.0.0.1:$port" 4 \
+    valgrind --tool=callgrind --callgrind-out-file="$out" ./target/release/examples/"$EXAMPLE" "127.0.0.1:$port" 4 $EXAMPLE_ARGS \
         >/dev/null 2>&1 &
     local pid=$!
     python3 - "$port" "$count" "$DEPTH" <<'PY'

@@ -53,7 +53,7 @@ fn redacted(line: &str) -> String {
 fn line_for(raw: &[u8], status: u16, bytes: Option<u64>, format: LogFormat) -> String {
     with_request(raw, |req| {
         let line = Line {
-            remote: req.peer_addr().map(|a| a.ip()),
+            remote: req.client_addr(),
             at: UNIX_EPOCH + Duration::from_secs(784_111_777),
             request: req,
             status,
@@ -251,4 +251,32 @@ fn an_upgrade_with_no_place_left_is_logged_as_its_503() {
     assert!(io.written.starts_with(b"HTTP/1.1 503 Service Unavailable\r\n"));
     let line = redacted(&logged("markerE"));
     assert!(line.ends_with("\" 503 19 \"-\" \"-\" D"), "{line}");
+}
+
+/// The client a trusted proxy forwards is logged, and the request's id
+/// follows the duration; a client that is not a proxy is logged as itself.
+#[test]
+fn the_forwarded_client_and_the_request_id_are_logged() {
+    use crate::net::Peer;
+    use crate::request_fixture::with_request_from;
+    capture();
+    let handler = access_log(crate::request_id(|_: &mut Request<'_>| Response::text("ok")));
+    let raw = |marker: &str| {
+        format!(
+            "GET /{marker} HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.9\r\nX-Request-Id: id-{marker}\r\n\r\n"
+        )
+    };
+    let peer = |ip: [u8; 4]| Peer::Ip(std::net::SocketAddr::from((ip, 5000)));
+    with_request_from(raw("markerP").as_bytes(), peer([10, 0, 0, 1]), &["10.0.0.0/8"], |req| handler.handle(req));
+    let line = logged("markerP");
+    assert!(line.starts_with("203.0.113.9 - - ["), "{line}");
+    let (rest, id) = line.rsplit_once(' ').unwrap();
+    assert_eq!(id, "id-markerP");
+    assert!(rest.rsplit_once(' ').unwrap().1.bytes().all(|b| b.is_ascii_digit()), "{line}");
+
+    with_request_from(raw("markerQ").as_bytes(), peer([192, 0, 2, 8]), &["10.0.0.0/8"], |req| handler.handle(req));
+    let line = logged("markerQ");
+    assert!(line.starts_with("192.0.2.8 - - ["), "{line}");
+    let id = line.rsplit_once(' ').unwrap().1;
+    assert!(id != "id-markerQ" && id.len() > 13, "{line}");
 }

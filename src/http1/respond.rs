@@ -136,7 +136,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
             && chunked_body_settled_in(&rest[..buffered_body], cx.config.limits.max_body_bytes));
     let tls = io.is_tls();
     let body = Body::new(head.body, io, rest, buffered_body, &cx.scratch.body_bounds, continue_due);
-    let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body);
+    let mut req = Request::new(head_bytes, *head, &cx.scratch.spans, cx.peer, tls, body, &cx.config.trusted_proxies);
     let method = req.method();
     let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
     // A connection with no blocking past may still call a route that

@@ -260,3 +260,37 @@ fn options_star_beside_a_mount_lists_the_routed_methods() {
     let resp = TestRequest::method("OPTIONS", "*").send(&Router::new().mount("/static", mount));
     assert_eq!((resp.status(), resp.header("allow")), (204, Some("OPTIONS")));
 }
+
+/// `Request::route` is the pattern that matched, the same `&'static str`
+/// the router was given (or a mount's prefix), whatever path took it;
+/// `None` where nothing matched. A route beside a mount at the same path
+/// is a route of its own.
+#[test]
+fn the_route_is_the_pattern_that_matched() {
+    let route = |req: &mut Request<'_>| req.route().unwrap_or("none").to_owned();
+    let inner = Router::new().get("/api/items/{id}", route).fallback(route);
+    let app = Router::new()
+        .get("/", route)
+        .get("/notes/{id}", route)
+        .post("/notes/{id}/{*rest}", route)
+        .get("/static", route)
+        .mount("/static", route)
+        .mount("/api", inner)
+        .fallback(route);
+    for (req, want) in [
+        (TestRequest::get("/"), "/"),
+        (TestRequest::get("/notes/12?x=1"), "/notes/{id}"),
+        (TestRequest::post("/notes/12/a/b"), "/notes/{id}/{*rest}"),
+        (TestRequest::get("/static"), "/static"),
+        (TestRequest::get("/static/app.css"), "/static"),
+        (TestRequest::get("/api/items/3"), "/api/items/{id}"),
+        (TestRequest::get("/api/elsewhere"), "none"),
+        (TestRequest::get("/nothing"), "none"),
+    ] {
+        assert_eq!(req.send(&app).text(), want);
+    }
+    let resp = TestRequest::delete("/notes/1").send(&Router::new().get("/notes/{id}", route).method_not_allowed(route));
+    assert_eq!(resp.text(), "/notes/{id}");
+    let mounted_at_root = Router::new().mount("/", route);
+    assert_eq!(TestRequest::get("/x").send(&mounted_at_root).text(), "/");
+}
