@@ -1,9 +1,12 @@
-//! The client behind trusted proxies: [`Request::client_addr`],
-//! [`Request::client_scheme`] and [`Request::client_host`].
+//! The client behind trusted proxies:
+//! [`Request::client_addr`](crate::Request::client_addr),
+//! [`Request::client_scheme`](crate::Request::client_scheme) and
+//! [`Request::client_host`](crate::Request::client_host).
 //!
 //! Behind nginx or HAProxy every connection comes from the proxy, and
-//! [`Request::peer_addr`] names it. The proxy says who its client was in a
-//! header: `Forwarded` (RFC 7239) or the older `X-Forwarded-For`,
+//! [`Request::peer_addr`](crate::Request::peer_addr) names it. The proxy
+//! says who its client was in a header: `Forwarded` (RFC 7239) or the
+//! older `X-Forwarded-For`,
 //! `X-Forwarded-Proto` and `X-Forwarded-Host`. Anyone can send those
 //! headers, so they are read only from the proxies named with
 //! [`Server::trusted_proxies`](crate::Server::trusted_proxies) (none by
