@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use mio::Token;
 
+use super::board::{SeatBoard, SeatSet};
 use super::crew::{Crew, HandOver};
-use super::seats::{SeatBoard, SeatSet};
 use super::slots::{Occupant, Slots, Timer};
 use crate::stats::Threads;
 use crate::stop::Stop;

@@ -5,7 +5,7 @@
 //! # Locks and handshakes, and the order locks are taken in
 //!
 //! - The **hub** (in [`Engine`]) guards the slot table ([`slots`]), the
-//!   seats' ready lists and ownership ([`seats`]), the thread counts
+//!   seats' ready and later lists and ownership ([`board`]), the thread counts
 //!   ([`crew`]) and the shutdown stage. Only `engine.rs` can reach it: every
 //!   change is an `Engine` method, which says the rule it keeps. It is held
 //!   briefly, never across a system call that waits or a handler, and no
@@ -36,10 +36,11 @@
 //!   it finds the flag set, and the unpark makes the monitor's sleep
 //!   return (a thread's park token is kept until its next park).
 //!
-//! The invariants those locks keep are written at the top of [`engine`]
-//! and [`seats`].
+//! The invariants those locks keep are written at the top of [`engine`],
+//! [`seats`] and [`board`].
 
 mod accept;
+pub(crate) mod board;
 pub(crate) mod crew;
 pub(crate) mod engine;
 #[cfg(all(test, httpool_shuttle))]
@@ -57,9 +58,10 @@ use std::time::{Duration, Instant};
 use mio::{Interest, Token};
 
 pub(crate) use accept::Accepting;
+pub(crate) use board::SeatSet;
 pub(crate) use crew::HandOver;
 pub(crate) use engine::{Engine, Parking, Work};
-pub(crate) use seats::{Seat, SeatSet};
+pub(crate) use seats::Seat;
 pub(crate) use slots::Connection;
 
 use crate::config::Config;

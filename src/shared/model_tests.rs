@@ -38,9 +38,9 @@ use mio::Token;
 use shuttle::sync::{Condvar, Mutex};
 use shuttle::thread;
 
+use super::board::SeatSet;
 use super::crew::HandOver;
 use super::engine::{Engine, Parking, Work};
-use super::seats::SeatSet;
 use super::slots::{Occupant, token};
 
 /// A connection as the engine sees it.
