@@ -98,6 +98,7 @@ def find(*names):
 
 def with_browser(port, upload_dir, work):
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -119,7 +120,11 @@ def with_browser(port, upload_dir, work):
         # Several files for a `multiple` input: their paths, one a line.
         driver.find_element(By.ID, "files").send_keys("\n".join(sent))
         driver.find_element(By.ID, "send").click()
-        WebDriverWait(driver, 30).until(lambda d: "stored as" in d.find_element(By.TAG_NAME, "body").text)
+        # The form's page goes away as the answer loads: a body found on it
+        # goes stale under the wait, which then looks again.
+        WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: "stored as" in d.find_element(By.TAG_NAME, "body").text
+        )
         if not driver.current_url.endswith("/upload"):
             not_ok(f"browser: the form was not submitted to /upload: {driver.current_url}")
         ok("browser: the form was submitted and answered")

@@ -19,7 +19,7 @@ import shutil
 import sys
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -69,7 +69,7 @@ def calls(driver, url):
     """Loads the page at `url` and returns what each call showed."""
     driver.get(url)
     try:
-        WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2).until(lambda d: text(d, "status") == "done")
+        WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: text(d, "status") == "done")
     except TimeoutException:
         logs = [f"{e['level']} {e['message']}" for e in driver.get_log("browser")]
         check(f"the page at {url} finishes its calls", False, f"status {text(driver, 'status')!r}; log {logs}")
@@ -100,7 +100,7 @@ def login_checks(driver):
     driver.find_element(By.ID, "password").send_keys("wonderland")
     driver.find_element(By.ID, "sign-in").click()
     try:
-        WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2).until(lambda d: text(d, "welcome"))
+        WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: text(d, "welcome"))
     except TimeoutException:
         pass
     check("the login form leads to the private page", text(driver, "welcome") == "Welcome, alice.",
@@ -112,7 +112,7 @@ def login_checks(driver):
     seen = driver.execute_script("return document.cookie")
     check("the page's script cannot see the session cookie", "session=" not in seen, seen)
     driver.find_element(By.ID, "sign-out").click()
-    WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2).until(lambda d: d.current_url == f"{base}/")
+    WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: d.current_url == f"{base}/")
     driver.get(f"{base}/private")
     check("after the logout the private page wants a login again", driver.title == "Sign in first", driver.title)
 
