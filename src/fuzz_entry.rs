@@ -15,7 +15,7 @@ use crate::parse::{Head, HeaderSpan, parse_head};
 use crate::proto::Version;
 use crate::request::Request;
 use crate::response::Response;
-use crate::test::Driver;
+use crate::http1::Driver;
 
 /// Parses `data` as a request head with the default limits.
 pub fn parse(data: &[u8]) {

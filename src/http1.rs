@@ -13,6 +13,7 @@
 //! that never comes.
 
 mod close;
+mod driver;
 mod head;
 mod phase;
 mod read_buf;
@@ -22,6 +23,7 @@ mod state;
 mod stream;
 mod worker;
 
+pub(crate) use driver::Driver;
 pub(crate) use state::SLEPT_MEMORY;
 
 use std::io;

@@ -48,20 +48,19 @@
 //! the normal build as well.
 
 mod answer;
-pub(crate) mod driver;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::handler::{Handler, IntoResponse};
+use crate::http1::Driver;
 use crate::io::Script;
 use crate::net::Peer;
 use crate::proto::Version;
 use crate::request::Request;
 
 pub use answer::TestResponse;
-pub(crate) use driver::Driver;
 
 /// A request to send to a handler in memory.
 ///

@@ -243,7 +243,7 @@ fn an_upgrade_refused_for_its_unread_body_is_logged_as_its_413() {
 fn an_upgrade_with_no_place_left_is_logged_as_its_503() {
     capture();
     let handler = access_log(|_: &mut Request<'_>| Response::upgrade(|_| {}).with_header("Upgrade", "echo"));
-    let mut driver = crate::test::driver::Driver::new(&handler);
+    let mut driver = crate::http1::Driver::new(&handler);
     let mut io =
         crate::io::Script::new(&[b"GET /markerE HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n"]);
     io.streaming_full = true;

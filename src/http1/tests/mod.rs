@@ -14,7 +14,7 @@ use crate::io::{Script, Transport};
 use crate::request::Request;
 use crate::response::Response;
 use crate::stop::{LINGER, Stop};
-use crate::test::Driver;
+use super::Driver;
 
 mod basics;
 mod blocking;

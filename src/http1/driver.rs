@@ -1,6 +1,6 @@
 //! The one in-memory driver of the real connection loop ([`serve`]) outside
-//! the worker pool: the test client ([`TestRequest`](super::TestRequest),
-//! [`TestServer`](super::TestServer)), the fuzz entry points and the loop's
+//! the worker pool: the test client ([`TestRequest`](crate::test::TestRequest),
+//! [`TestServer`](crate::test::TestServer)), the fuzz entry points and the loop's
 //! own unit tests all serve connections through it.
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::handler::Handler;
-use crate::http1::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, serve};
+use super::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, serve};
 use crate::io::{Script, Transport};
 use crate::net::Peer;
 use crate::stats::Counters;
