@@ -9,13 +9,13 @@ use crate::config::Config;
 use crate::date::{DATE_LEN, DateCache, format_imf_fixdate};
 use crate::encode::{encode_in_memory, plan};
 use crate::handler::Handler;
+use crate::http1::Driver;
 use crate::io::Script;
 use crate::net::Peer;
 use crate::parse::{Head, HeaderSpan, parse_head};
 use crate::proto::Version;
 use crate::request::Request;
 use crate::response::Response;
-use crate::http1::Driver;
 
 /// Parses `data` as a request head with the default limits.
 pub fn parse(data: &[u8]) {

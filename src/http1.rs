@@ -102,15 +102,25 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         // handler: with 16 requests pipelined, a write per answer cut
         // throughput 4x, 875k to 200k req/s.)
         let answers_wait = !cx.scratch.out.is_empty();
-        if body_needs_socket(conn, &head)
-            || (answers_wait && (conn.expects_slow_handler() || route_expected_to_block(conn, cx, &head)))
-        {
+        let blocks = conn.expects_slow_handler() || route_expected_to_block(conn, cx, &head);
+        if body_needs_socket(conn, &head) || (answers_wait && blocks) {
             if let Some(next) = send_before_going_on(conn, io, cx) {
                 return next;
             }
         }
+        // A call expected to block runs only with a place among those
+        // (`shared/growth.rs`); without one, the request waits parked.
+        let placed = blocks && cx.seat.admit_blocking(conn.take_place());
+        if blocks && !placed {
+            conn.wait_for_place();
+            return pause(conn, cx, Next::WaitForPlace);
+        }
         turn.requests += 1;
-        match respond(conn, io, cx, head) {
+        let then = respond(conn, io, cx, head, blocks);
+        if placed {
+            cx.seat.blocking_done();
+        }
+        match then {
             _ if conn.phase.holds_answer() => {
                 if conn.is_sending() {
                     return pause(conn, cx, Next::Park);
@@ -174,8 +184,9 @@ fn pick_up<T: Transport, H: ?Sized>(conn: &mut ConnState, io: &mut T, cx: &mut C
         Kind::Sending => resume_sending(conn, io, cx),
         Kind::Lingering { until } => Some(linger(conn, io, cx, until)),
         Kind::Streaming => stream::turn(conn, io, cx),
-        // The head deadline, and what a body being collected has earned.
-        Kind::Head if is_past(conn.deadline(cx.config), Instant::now()) => {
+        // The head deadline, and what a body being collected has earned
+        // (not for a request that waited for a place to run).
+        Kind::Head if !conn.waits_for_place() && is_past(conn.deadline(cx.config), Instant::now()) => {
             cx.counters.timeout();
             Some(answer_error(conn, io, cx, 408))
         }

@@ -20,6 +20,7 @@ use crate::date::DateCache;
 use crate::encode::encode_error;
 use crate::http1::Expiry;
 use crate::pool::Workers;
+use crate::shared::growth::{Growth, Seen};
 use crate::shared::slots::Timer;
 use crate::shared::{CloseWhy, Connection, HandOver, IdleClose, Shared};
 use crate::stop::LINGER;
@@ -74,11 +75,15 @@ pub(crate) struct Monitor {
     date: DateCache,
     /// When the monitor first saw that the last extra thread retired.
     retired_seen: Option<Instant>,
+    /// How far the pool may grow for handlers that block.
+    growth: Growth,
 }
 
 impl Monitor {
     pub(crate) fn new(shared: Arc<Shared>, workers: Arc<dyn Workers>) -> Monitor {
         let seats = shared.seats.len();
+        let growth = Growth::new(shared.config.workers, shared.config.max_workers);
+        shared.engine.limit_blocking(growth.limit());
         Monitor {
             shared,
             workers,
@@ -96,6 +101,7 @@ impl Monitor {
             computing: vec![0; seats],
             date: DateCache::new(),
             retired_seen: None,
+            growth,
         }
     }
 
@@ -141,6 +147,7 @@ impl Monitor {
             &mut self.stuck,
             &mut self.nudge,
         );
+        self.limit_growth();
         // Kept between looks so that a stuck seat costs no allocation.
         let (mut stuck, mut orphans, mut nudge) =
             (std::mem::take(&mut self.stuck), std::mem::take(&mut self.orphans), std::mem::take(&mut self.nudge));
@@ -177,6 +184,13 @@ impl Monitor {
         }
         (self.stuck, self.orphans, self.nudge) = (stuck, orphans, nudge);
         busy
+    }
+
+    /// Measures whether more calls expected to block at once finish more
+    /// of them, and sets how many may run (see `shared/growth.rs`).
+    fn limit_growth(&mut self) {
+        let (calls_done, held_back, busy, waiting) = self.shared.engine.limit_blocking(self.growth.limit());
+        self.growth.look(Instant::now(), Seen { calls_done, held_back, busy, waiting });
     }
 
     /// Whether the worker of stuck `seat` is running or waiting for a CPU

@@ -197,6 +197,9 @@ struct Place<'a> {
     /// thread runs on (see [`work`]).
     cpus: &'a [usize],
     pinned_at: &'a mut Option<usize>,
+    /// A place among the calls expected to block is held (given back by
+    /// the loop after the call, or here after a panic cut it short).
+    placed: bool,
 }
 
 impl Seating for Place<'_> {
@@ -241,6 +244,17 @@ impl Seating for Place<'_> {
     fn others_ready(&self) -> Option<bool> {
         Some(self.shared.any_queued())
     }
+
+    fn admit_blocking(&mut self, given: bool) -> bool {
+        self.placed = given || self.shared.engine.admit_blocking();
+        self.placed
+    }
+
+    fn blocking_done(&mut self) {
+        if std::mem::take(&mut self.placed) {
+            self.shared.engine.blocking_done();
+        }
+    }
 }
 
 /// A worker's life: take a readable connection (polling the seat when none
@@ -274,7 +288,8 @@ fn work<H: Handler>(pool: &Pool<H>, mut seat: usize, mut waiter: Waiter) -> Opti
                 if pinned_at.is_some() {
                     pool.pin(seat, &mut pinned_at);
                 }
-                let mut place = Place { pool, shared, seat, me, cpus: &pool.cpus, pinned_at: &mut pinned_at };
+                let mut place =
+                    Place { pool, shared, seat, me, cpus: &pool.cpus, pinned_at: &mut pinned_at, placed: false };
                 serve_until_parked(shared, &pool.handler, conn, &mut scratch, &mut waiter, &mut place);
                 // Room freed for a connection that waits to be accepted.
                 if shared.take_accept_waiting() {
@@ -341,6 +356,8 @@ fn serve_until_parked<H: Handler>(
                     shared.counters.panic();
                     Next::Close
                 });
+            // A panic past the handler left its place taken.
+            cx.seat.blocking_done();
             (next, registered && io.watched_by.is_none())
         };
         if next == Next::Close {
@@ -358,6 +375,7 @@ fn serve_until_parked<H: Handler>(
                 None => return,
             },
             Next::Yield => return shared.requeue(conn),
+            Next::WaitForPlace => return shared.engine.wait_for_place(conn),
             Next::Close => return shared.close(conn),
         }
     }

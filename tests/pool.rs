@@ -57,6 +57,17 @@ impl Gate {
         }
     }
 
+    /// [`Gate::wait_inside`] without a server to ask.
+    #[cfg(all(target_os = "linux", not(httpool_portable)))]
+    fn wait_inside_alone(&self, n: usize) {
+        let mut state = self.state.lock().unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while state.0 < n {
+            assert!(Instant::now() < deadline, "only {} handlers entered, waiting for {n}", state.0);
+            state = self.changed.wait_timeout(state, PATIENCE).unwrap().0;
+        }
+    }
+
     fn open(&self) {
         self.state.lock().unwrap().1 = true;
         self.changed.notify_all();
@@ -129,6 +140,85 @@ fn a_trivial_request_is_served_while_every_core_thread_blocks() {
         assert_eq!(read_reply(conn, false).unwrap().body, b"done");
     }
     assert!(server.shutdown());
+}
+
+/// A server whose `/block` route was seen asleep (a call that sleeps
+/// 30 ms, `/block?prime`): its next calls are expected to block.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+fn gated_and_primed() -> (ServerHandle, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    let inner = gate.clone();
+    let server = Server::bind("127.0.0.1:0")
+        .unwrap()
+        .workers(2)
+        .spawn(move |req: &mut Request| {
+            match (req.path(), req.query()) {
+                ("/block", Some("prime")) => std::thread::sleep(Duration::from_millis(30)),
+                ("/block", _) => inner.pass(),
+                _ => {}
+            }
+            Response::text("done")
+        })
+        .unwrap();
+    let mut conn = connect(server.local_addr());
+    send(&mut conn, &get("/block?prime"));
+    assert_eq!(read_reply(&mut conn, false).unwrap().body, b"done");
+    (server, gate)
+}
+
+/// Calls expected to block run at most as many at once as the limit the
+/// pool has measured (eight before any measure: twice the two core threads
+/// or 8); the others wait parked, holding no thread, and a request to
+/// another route is answered meanwhile; every one is answered once the
+/// gate opens.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[test]
+fn calls_expected_to_block_past_the_limit_wait_parked_and_others_are_served() {
+    let (server, gate) = gated_and_primed();
+    let addr = server.local_addr();
+    let mut blocked: Vec<_> = (0..12).map(|_| connect(addr)).collect();
+    for conn in &mut blocked {
+        send(conn, &get("/block"));
+    }
+    gate.wait_inside(8, &server);
+    wait_for(&server, "four requests to wait for a place", |s| s.queued == 4);
+    let mut other = connect(addr);
+    send(&mut other, &get("/"));
+    assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
+    assert_eq!(gate.inside(), 8, "{:?}", server.stats());
+    let stats = server.stats();
+    // The eight in their calls, and the two core threads' work.
+    assert!(stats.threads <= 8 + 2 + 1, "{stats:?}");
+    gate.open();
+    for conn in &mut blocked {
+        assert_eq!(read_reply(conn, false).unwrap().body, b"done");
+    }
+    assert_eq!(gate.inside(), 12);
+    assert!(server.shutdown());
+}
+
+/// A request waiting for a place when shutdown begins is answered, not
+/// dropped: at shutdown every call is admitted.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+#[test]
+fn requests_waiting_for_a_place_are_answered_at_shutdown() {
+    let (server, gate) = gated_and_primed();
+    let addr = server.local_addr();
+    let mut blocked: Vec<_> = (0..10).map(|_| connect(addr)).collect();
+    for conn in &mut blocked {
+        send(conn, &get("/block"));
+    }
+    gate.wait_inside(8, &server);
+    wait_for(&server, "two requests to wait for a place", |s| s.queued == 2);
+    let stopping = std::thread::spawn(move || server.shutdown());
+    // Admitted by the shutdown, the two come in to the gate.
+    gate.wait_inside_alone(10);
+    gate.open();
+    for conn in &mut blocked {
+        let reply = read_reply(conn, false).unwrap();
+        assert_eq!(reply.body, b"done");
+    }
+    assert!(stopping.join().unwrap());
 }
 
 /// A handler that computes (here it spins for 4 ms) does not block: its

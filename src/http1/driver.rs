@@ -6,9 +6,9 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+use super::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, serve};
 use crate::config::Config;
 use crate::handler::Handler;
-use super::{ConnState, Ctx, Next, NoSeat, Scratch, Seating, serve};
 use crate::io::{Script, Transport};
 use crate::net::Peer;
 use crate::stats::Counters;
@@ -132,7 +132,9 @@ impl<'h, H: Handler + ?Sized> Driver<'h, H> {
                     );
                     return Ended { closed: true, awaits_request: false, streaming: false };
                 }
-                Next::Yield => {}
+                // A seat of the driver's own that refused a place: served
+                // again, as the place it gives next is taken.
+                Next::Yield | Next::WaitForPlace => {}
                 // An event stream with events queued since its last look
                 // would be woken by their sender as it parks.
                 Next::Park if self.conn.feed().is_some_and(|feed| !self.conn.waits_for_room() && !feed.arm()) => {}

@@ -51,13 +51,14 @@ pub(super) fn respond<T: Transport, H: Handler + ?Sized>(
     io: &mut T,
     cx: &mut Ctx<'_, H>,
     head: Head,
+    blocks: bool,
 ) -> Then {
     // The response stays where the handler's answer landed: changed in
     // place, never moved (a move of a `Response` is a copy of its 144
     // bytes, read back before the stores that made it have landed; three
     // of them were 5% of the server's CPU on pipelined requests).
     let mut answer = None;
-    let Exchange { is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head, &mut answer);
+    let Exchange { is_head, is_connect, body_error, body_done } = exchange(conn, io, cx, &head, blocks, &mut answer);
     conn.requests += 1;
     let resp = match body_error {
         // No answer can reach the client: none is counted.
@@ -116,6 +117,7 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     io: &mut T,
     cx: &mut Ctx<'_, H>,
     head: &Head,
+    blocks: bool,
     answer: &mut Option<Response>,
 ) -> Exchange {
     conn.make_full(&mut cx.scratch.buffers, cx.config.read_buffer_size());
@@ -141,9 +143,9 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
     let (is_head, is_connect) = (method == "HEAD", method == "CONNECT");
     // A connection with no blocking past may still call a route that
     // blocked for others (its first call, behind a proxy that opens a
-    // connection per request).
+    // connection per request): `blocks`, as the loop found.
     let expect_block = match slow_before {
-        Slow::No if cx.routes_remembered && cx.seat.route_blocks(method, req.path()) => Slow::Slept,
+        Slow::No if blocks => Slow::Slept,
         slow => slow,
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);

@@ -96,6 +96,21 @@ pub(crate) struct ConnState {
     /// it: it may have sent more that no read has seen yet, so a close the
     /// server chooses lingers (see [`close`](super::close::close)).
     pub(crate) pipelined: bool,
+    /// Where the buffered request's call stands among the calls expected
+    /// to block (see `shared/growth.rs`).
+    place: Place,
+}
+
+/// Whether a request waits for a place among the calls expected to block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// None asked for.
+    Unasked,
+    /// Waiting in the queue: the request is whole, its head deadline no
+    /// longer runs.
+    Waits,
+    /// Given one: the request runs when served next.
+    Given,
 }
 
 impl Default for ConnState {
@@ -119,7 +134,33 @@ impl ConnState {
             refused: false,
             torn: false,
             pipelined: false,
+            place: Place::Unasked,
         }
+    }
+
+    /// The buffered request's call found no place: it waits, and is parsed
+    /// again when served.
+    pub(crate) fn wait_for_place(&mut self) {
+        self.place = Place::Waits;
+        self.reparse_now();
+    }
+
+    /// The waiting request has a place (see [`ConnState::wait_for_place`]).
+    pub(crate) fn admitted(&mut self) {
+        self.place = Place::Given;
+    }
+
+    /// True, once, when the request has been given a place.
+    pub(crate) fn take_place(&mut self) -> bool {
+        let given = self.place == Place::Given;
+        self.place = Place::Unasked;
+        given
+    }
+
+    /// A whole request waits for (or was given) a place: no deadline of
+    /// the client's runs.
+    pub(crate) fn waits_for_place(&self) -> bool {
+        self.place != Place::Unasked
     }
 
     /// An answer was cut short instead of `then` (by the socket, or by its

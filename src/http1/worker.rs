@@ -83,6 +83,9 @@ pub(crate) enum Next {
     /// It has had its turn and has more to do: serve the others of its
     /// seat first, then it again (it must not park: no edge would wake it).
     Yield,
+    /// Its request is expected to block and every place for such calls is
+    /// taken: it waits, held, until a call ends and gives it one.
+    WaitForPlace,
     Close,
 }
 
@@ -139,6 +142,17 @@ pub(crate) trait Seating {
     fn others_ready(&self) -> Option<bool> {
         None
     }
+
+    /// A place among the calls expected to block for the request at hand
+    /// (`given`: it has one, given while it waited); false when none is
+    /// free (see `shared/growth.rs`). Each place taken is given back with
+    /// [`Seating::blocking_done`].
+    fn admit_blocking(&mut self, _given: bool) -> bool {
+        true
+    }
+
+    /// The call a place was taken for has ended.
+    fn blocking_done(&mut self) {}
 }
 
 /// How a handler call went, as far as the worker can tell.

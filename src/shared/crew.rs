@@ -134,6 +134,10 @@ impl Crew {
         self.live > self.core
     }
 
+    pub(crate) fn core(&self) -> usize {
+        self.core
+    }
+
     pub(crate) fn live(&self) -> usize {
         self.live
     }

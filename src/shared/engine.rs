@@ -31,6 +31,7 @@ use mio::Token;
 
 use super::board::{SeatBoard, SeatSet};
 use super::crew::{Crew, HandOver};
+use super::growth::Admissions;
 use super::slots::{Occupant, Slots, Timer};
 use crate::stats::Threads;
 use crate::stop::Stop;
@@ -53,6 +54,8 @@ struct Hub<C> {
     slots: Slots<C>,
     board: SeatBoard<C>,
     crew: Crew,
+    /// Calls expected to block: in flight, the limit, those waiting.
+    admissions: Admissions<C>,
     stage: Stage,
 }
 
@@ -124,6 +127,7 @@ impl<C: Occupant> Engine<C> {
             slots: Slots::new(),
             board: SeatBoard::new(seats),
             crew: Crew::new(seats, core, max),
+            admissions: Admissions::new(max),
             stage: Stage::Running,
         };
         Engine {
@@ -179,7 +183,7 @@ impl<C: Occupant> Engine<C> {
             open: hub.slots.counted(),
             parked: hub.slots.parked(),
             idle: hub.slots.idle(),
-            queued: hub.board.queued(),
+            queued: hub.board.queued() + hub.admissions.waiting(),
             threads: Threads {
                 live: hub.crew.live(),
                 // A worker waiting for readiness is idle too.
@@ -297,6 +301,15 @@ impl<C: Occupant> Engine<C> {
     /// and nothing is left to serve.
     pub(crate) fn next(&self, seat: &mut usize, mut poll: impl FnMut(usize, bool)) -> Work<C> {
         let mut hub = self.lock();
+        // Threads beyond those the calls expected to block may take and
+        // the core ones are not needed: one leaves as it comes back from
+        // its work (a seat it leaves unwatched is polled by the next
+        // worker that comes by, or handed over at the monitor's next look).
+        if hub.crew.live() > hub.admissions.limit().saturating_add(hub.crew.core()) && !self.is_stopping() {
+            hub.crew.exited(true);
+            self.exited.notify_all();
+            return Work::Retire { last: !hub.crew.has_extra() };
+        }
         loop {
             if hub.board.wants_look(*seat) && !self.is_stopping() {
                 hub.board.begin_poll(*seat, true);
@@ -417,6 +430,66 @@ impl<C: Occupant> Engine<C> {
         Some(how)
     }
 
+    /// A place for a call expected to block (see `growth.rs`): false when
+    /// every place is taken, and the caller must hand its connection to
+    /// [`Engine::wait_for_place`].
+    pub(crate) fn admit_blocking(&self) -> bool {
+        self.lock().admissions.admit(self.is_stopping())
+    }
+
+    /// Queues `conn`, whose call found no place, until a call in flight
+    /// ends; held meanwhile (events for it mark its slot pending). When a
+    /// place came free since the caller looked, or at shutdown, it is
+    /// admitted and queued to be served at once.
+    pub(crate) fn wait_for_place(&self, conn: C) {
+        let mut hub = self.lock();
+        let stopping = self.is_stopping() || hub.stage == Stage::Swept;
+        if let Some(conn) = hub.admissions.wait(conn, stopping) {
+            self.queue_admitted(&mut hub, conn);
+        }
+    }
+
+    /// A call admitted ended: its place goes to the connection that waited
+    /// longest, queued to be served.
+    pub(crate) fn blocking_done(&self) {
+        let mut hub = self.lock();
+        if let Some(conn) = hub.admissions.done() {
+            self.queue_admitted(&mut hub, conn);
+        }
+    }
+
+    /// Sets how many calls expected to block may run at once, admitting
+    /// those a higher limit makes room for; returns the calls finished and
+    /// held back so far, those in flight and those waiting (see
+    /// `growth.rs`).
+    pub(crate) fn limit_blocking(&self, limit: usize) -> (u64, u64, usize, usize) {
+        let mut hub = self.lock();
+        let seen = hub.admissions.set_limit(limit);
+        self.admit_waiting(&mut hub, false);
+        seen
+    }
+
+    /// Every connection waiting for a place that may have one now (`all`:
+    /// at shutdown) joins its seat's ready list.
+    fn admit_waiting(&self, hub: &mut Hub<C>, all: bool) {
+        let Hub { admissions, board, .. } = hub;
+        let mut any = false;
+        for conn in admissions.admit_waiting(all) {
+            board.push_ready(conn.seat(), conn);
+            any = true;
+        }
+        if any {
+            self.work.notify_all();
+        }
+    }
+
+    fn queue_admitted(&self, hub: &mut Hub<C>, conn: C) {
+        hub.board.push_ready(conn.seat(), conn);
+        if hub.crew.idle() > 0 {
+            self.work.notify_one();
+        }
+    }
+
     /// Counts a thread about to be started at `seat`, if the bound allows;
     /// the seat is claimed for it until it arrives (so a seat whose first
     /// worker is starting is not taken for one that needs a thread).
@@ -519,6 +592,8 @@ impl<C: Occupant> Engine<C> {
     /// are returned to be closed; then the workers may leave.
     pub(crate) fn sweep_parked(&self, must_finish: impl Fn(&C) -> bool) -> Vec<C> {
         let mut hub = self.lock();
+        // Requests waiting for a place among the blocking calls are served.
+        self.admit_waiting(&mut hub, true);
         let mut idle = Vec::new();
         for conn in hub.slots.take_parked() {
             if must_finish(&conn) {

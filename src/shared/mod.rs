@@ -43,6 +43,7 @@ mod accept;
 pub(crate) mod board;
 pub(crate) mod crew;
 pub(crate) mod engine;
+pub(crate) mod growth;
 #[cfg(all(test, httpool_shuttle))]
 mod model_tests;
 pub(crate) mod routes;

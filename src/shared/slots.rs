@@ -48,6 +48,9 @@ pub(crate) trait Occupant {
     fn idle_kept_alive(&self) -> bool {
         false
     }
+    /// Its next call, which waited for a place among the calls expected to
+    /// block, has one (see `growth.rs`).
+    fn admitted(&mut self) {}
 }
 
 /// A connection moves between its slot, the ready lists and workers as a
@@ -72,6 +75,10 @@ impl<T: Occupant> Occupant for Box<T> {
     fn idle_kept_alive(&self) -> bool {
         (**self).idle_kept_alive()
     }
+
+    fn admitted(&mut self) {
+        (**self).admitted();
+    }
 }
 
 impl Occupant for Connection {
@@ -93,6 +100,10 @@ impl Occupant for Connection {
 
     fn idle_kept_alive(&self) -> bool {
         self.state.idle_kept_alive()
+    }
+
+    fn admitted(&mut self) {
+        self.state.admitted();
     }
 }
 

@@ -147,6 +147,7 @@ fn a_lingering_close_against_a_fast_sender_yields_its_turn() {
             Next::Yield => turns += 1,
             Next::Park => break,
             Next::Close => panic!("closed early"),
+            Next::WaitForPlace => panic!("no call here blocks"),
         }
     }
     assert!(turns >= 2, "read 600 KiB in {turns} turns");

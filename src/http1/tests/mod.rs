@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use super::Driver;
 use super::state::Slow;
 use super::worker::{INLINE_BODY, KEPT_OUT_CAPACITY};
 use super::*;
@@ -14,7 +15,6 @@ use crate::io::{Script, Transport};
 use crate::request::Request;
 use crate::response::Response;
 use crate::stop::{LINGER, Stop};
-use super::Driver;
 
 mod basics;
 mod blocking;
