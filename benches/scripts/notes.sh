@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The notes service (examples/notes: SQLite through an r2d2 pool of 16, as many
-# worker threads at most, handlers that query it directly) against the same
+# The notes service (examples/notes: SQLite through an r2d2 pool of 16, the
+# server's default settings, handlers that query it directly) against the same
 # read routes on axum with spawn_blocking (benches/peers/axum_notes), side by
 # side on one database of NOTES rows:
 #
@@ -11,7 +11,8 @@
 # with `wrk -t2 -c64 -dDURATION --latency` (req/s, p50, p99), then a constant
 # rate with vegeta (no coordinated omission: latencies from the intended send
 # time) at 25% and 50% of the lower of the two servers' peaks in that round
-# (p50, p99, p99.9, success); the server's RSS at the end of its runs.
+# (p50, p99, p99.9, success); the server's RSS at the end of its runs and,
+# at saturation, its most threads (sampled every 100 ms).
 # Medians over rounds.
 #
 #   bash benches/scripts/notes.sh
@@ -29,9 +30,9 @@ NOTES=${NOTES:-20000}
 PORT_A=${PORT_A:-19301}
 PORT_B=${PORT_B:-19302}
 PORT_C=${PORT_C:-19303}
-# UNBOUNDED=1 adds, at saturation, the service with the default max_workers
-# (512) instead of its database pool's size ("unbounded").
-UNBOUNDED=${UNBOUNDED:-0}
+# BOUNDED=1 adds, at saturation, the service with max_workers set to its
+# database pool's size ("bounded"); "httpool" runs with the defaults.
+BOUNDED=${BOUNDED:-0}
 VEGETA=${VEGETA:-$(command -v vegeta || echo "$HOME/go/bin/vegeta")}
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
@@ -71,7 +72,7 @@ start() { # start NAME PORT
     cp "$tmp/seed.db" "$tmp/$1.db"
     case $1 in
         httpool) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" 2>/dev/null & ;;
-        unbounded) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" unbounded 2>/dev/null & ;;
+        bounded) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" bounded 2>/dev/null & ;;
         axum) "$axum_bin" "127.0.0.1:$2" "$tmp/$1.db" 2>/dev/null & ;;
     esac
     pid=$!
@@ -128,6 +129,15 @@ print(f"{q(0.5):.2f} {q(0.99):.2f} {q(0.999):.2f} {ok:.4f}")
 PY
 }
 rss() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$pid/status"; }
+# The server's threads every 100 ms into $tmp/threads, until killed: the peak
+# is the last line of a sort.
+threads_watch() {
+    : >"$tmp/threads"
+    while true; do
+        awk '/^Threads:/ { print $2 }' "/proc/$pid/status" >>"$tmp/threads" 2>/dev/null || true
+        sleep 0.1
+    done
+}
 
 results="$tmp/results"
 : >"$results"
@@ -135,14 +145,17 @@ for round in $(seq "$ROUNDS"); do
     for workload in one search; do
         declare -A peak=()
         saturating=(httpool axum)
-        ((UNBOUNDED)) && saturating+=(unbounded)
+        ((BOUNDED)) && saturating+=(bounded)
         for server in "${saturating[@]}"; do
             case $server in httpool) port=$PORT_A ;; axum) port=$PORT_B ;; *) port=$PORT_C ;; esac
             start "$server" "$port"
             wrk -t2 -c64 -d1s "http://127.0.0.1:$port/api/notes/1" >/dev/null 2>&1 # warm-up
+            threads_watch &
+            watch=$!
             read -r rps p50 p99 err < <(wrk_run "$port" "$workload")
+            kill "$watch" 2>/dev/null; wait "$watch" 2>/dev/null || true
             peak[$server]=$rps
-            echo "$round $workload $server wrk $rps $p50 $p99 $err $(rss)" | tee -a "$results"
+            echo "$round $workload $server wrk $rps $p50 $p99 $err $(rss) $(sort -n "$tmp/threads" | tail -1)" | tee -a "$results"
             stop
         done
         low=$(( ${peak[httpool]%.*} < ${peak[axum]%.*} ? ${peak[httpool]%.*} : ${peak[axum]%.*} ))
@@ -168,11 +181,11 @@ for line in open(sys.argv[1]):
     f = line.split()
     kind = f[3].split("@")[0]
     rows[(f[1], kind, f[2])].append(f)
-print(f"\n{'workload':8} {'run':7} {'server':8} {'req/s|rate':>10} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} {'errors|ok':>9} {'RSS MiB':>8}")
+print(f"\n{'workload':8} {'run':7} {'server':9} {'req/s|rate':>10} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>9} {'errors|ok':>9} {'RSS MiB':>8} {'threads':>7}")
 for (workload, kind, server), fs in sorted(rows.items()):
     med = lambda i: statistics.median(float(f[i].split("@")[-1]) for f in fs)
     if kind == "wrk":
-        print(f"{workload:8} {kind:7} {server:8} {med(4):>10.0f} {med(5):>8.2f} {med(6):>8.2f} {'':>9} {med(7):>9.0f} {med(8):>8.1f}")
+        print(f"{workload:8} {kind:7} {server:9} {med(4):>10.0f} {med(5):>8.2f} {med(6):>8.2f} {'':>9} {med(7):>9.0f} {med(8):>8.1f} {med(9):>7.0f}")
     else:
-        print(f"{workload:8} {kind:7} {server:8} {med(3):>10.0f} {med(4):>8.2f} {med(5):>8.2f} {med(6):>9.2f} {med(7):>9.4f} {med(8):>8.1f}")
+        print(f"{workload:8} {kind:7} {server:9} {med(3):>10.0f} {med(4):>8.2f} {med(5):>8.2f} {med(6):>9.2f} {med(7):>9.4f} {med(8):>8.1f}")
 PY

@@ -1,5 +1,5 @@
 //! The notes service (see the library's doc):
-//! `httpool-notes [ADDR] [DB] [unpinned | unbounded]`.
+//! `httpool-notes [ADDR] [DB] [unpinned | bounded]`.
 
 use std::path::Path;
 
@@ -32,16 +32,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     log::set_max_level(log::LevelFilter::Info);
     let statics = Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
     let notes = Notes::open(&db, statics)?;
-    // As many threads as database connections: every handler but the
-    // static files' needs one, so a thread beyond them would only wait for
-    // a connection, and threads waiting in r2d2's queue slow each other
-    // (BENCHMARKS.md, "Handlers that wait for a shared pool").
-    let mut server = Server::bind(&addr)?.max_workers(POOL_SIZE as usize);
+    // The defaults: the pool grows for handlers that block only as far as
+    // more threads finish more calls, so threads waiting in r2d2's queue
+    // are not added (the guide's "Handlers that wait on a shared pool").
+    let mut server = Server::bind(&addr)?;
     // To compare: `unpinned`, workers not pinned to CPUs
-    // (`Server::pin_workers`); `unbounded`, the default `max_workers`.
+    // (`Server::pin_workers`); `bounded`, at most as many threads as
+    // database connections (`Server::max_workers`).
     match args.next().as_deref() {
         Some("unpinned") => server = server.pin_workers(false),
-        Some("unbounded") => server = server.max_workers(httpool::DEFAULT_MAX_WORKERS),
+        Some("bounded") => server = server.max_workers(POOL_SIZE as usize),
         _ => {}
     }
     eprintln!("notes on http://{}/ (database {db})", server.local_addr()?);
