@@ -16,8 +16,9 @@
 //!
 //! `metrics ADDR WORKERS routed|metered|counted` serves the routes alone
 //! (no log, no request id): without metrics, with them, and with counts
-//! only (`Metrics::counts_only`), which ci/callgrind.sh compares
-//! (`EXAMPLE=metrics EXAMPLE_ARGS=metered bash ci/callgrind.sh`).
+//! only (`Metrics::counts_only`), which benches/scripts/callgrind.sh
+//! compares (`EXAMPLE=metrics EXAMPLE_ARGS=metered bash
+//! benches/scripts/callgrind.sh`).
 
 use httpool::{Metrics, Request, Response, Router, Server, access_log, request_id};
 

@@ -99,6 +99,34 @@ fn a_panic_is_a_5xx_and_a_nested_routers_routes_are_counted() {
     }
 }
 
+/// A duration past what a `u64` of nanoseconds holds is counted past
+/// every bound, its nanoseconds capped (no overflow).
+#[test]
+fn a_duration_past_584_years_is_capped() {
+    let metrics = Metrics::new();
+    let app = app(&metrics);
+    app.record(app.inner.patterns().next(), 200, Some(Duration::MAX));
+    let text = metrics.render();
+    for line in [
+        "httpool_request_duration_seconds_bucket{route=\"/\",le=\"10\"} 0\n",
+        "httpool_request_duration_seconds_bucket{route=\"/\",le=\"+Inf\"} 1\n",
+        "httpool_request_duration_seconds_sum{route=\"/\"} 18446744072.999999999\n",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+}
+
+/// A call not timed that panics is counted too, as a 5xx: the untimed
+/// drop of the guard is a path of its own.
+#[test]
+fn counts_only_counts_a_panic_as_a_5xx() {
+    let metrics = Metrics::counts_only();
+    let app = metrics.wrap(Router::new().get("/boom", |_req| -> Response { panic!("boom") }));
+    assert_eq!(TestRequest::get("/boom").send(&app).status(), 500);
+    let text = metrics.render();
+    assert!(text.contains("httpool_requests_total{route=\"/boom\",status=\"5xx\"} 1\n"), "{text}");
+}
+
 #[test]
 fn label_values_are_escaped() {
     let mut out = String::new();
