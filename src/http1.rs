@@ -102,7 +102,9 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         // handler: with 16 requests pipelined, a write per answer cut
         // throughput 4x, 875k to 200k req/s.)
         let answers_wait = !cx.scratch.out.is_empty();
-        let blocks = conn.expects_slow_handler() || route_expected_to_block(conn, cx, &head);
+        // (A request given a place while it waited uses it, whatever the
+        // route's memory says now: else the place would be lost.)
+        let blocks = conn.waits_for_place() || conn.expects_slow_handler() || route_expected_to_block(conn, cx, &head);
         if body_needs_socket(conn, &head) || (answers_wait && blocks) {
             if let Some(next) = send_before_going_on(conn, io, cx) {
                 return next;
@@ -117,6 +119,8 @@ pub(crate) fn serve<T: Transport, H: Handler + ?Sized>(conn: &mut ConnState, io:
         }
         turn.requests += 1;
         let then = respond(conn, io, cx, head, blocks);
+        // Given back after the handler's call (`respond::exchange`); here
+        // in case the answer ended before it.
         if placed {
             cx.seat.blocking_done();
         }

@@ -149,6 +149,11 @@ fn exchange<T: Transport, H: Handler + ?Sized>(
         slow => slow,
     };
     let ran = call(cx.handler, &mut req, cx.peer, cx.counters, &mut *cx.seat, expect_block, answer);
+    // A place among the calls expected to block is held for the call only,
+    // not while the client takes the answer or an upgraded connection runs.
+    if expect_block != Slow::No {
+        cx.seat.blocking_done();
+    }
     let switching = match answer {
         Some(resp) if resp.switches() => match crate::response::refusal(&req, resp) {
             Some(refusal) => {

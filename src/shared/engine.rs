@@ -303,9 +303,15 @@ impl<C: Occupant> Engine<C> {
         let mut hub = self.lock();
         // Threads beyond those the calls expected to block may take and
         // the core ones are not needed: one leaves as it comes back from
-        // its work (a seat it leaves unwatched is polled by the next
-        // worker that comes by, or handed over at the monitor's next look).
-        if hub.crew.live() > hub.admissions.limit().saturating_add(hub.crew.core()) && !self.is_stopping() {
+        // its work, while another is idle (which adopts a seat left
+        // unwatched at the monitor's next look, so no thread is started for
+        // it: threads busy otherwise, in upgrades or streams, are counted
+        // too) and nothing waits at its own seat.
+        if hub.crew.live() > hub.admissions.limit().saturating_add(hub.crew.core())
+            && hub.crew.idle() > 0
+            && !hub.board.has_ready(*seat)
+            && !self.is_stopping()
+        {
             hub.crew.exited(true);
             self.exited.notify_all();
             return Work::Retire { last: !hub.crew.has_extra() };

@@ -25,13 +25,18 @@
 //! calls gain from running at once (the old limit times the gain, by
 //! Little's law): the limit goes there, with a quarter more room, and stays
 //! for [`SETTLE_FOR`]; then a step up by half is tried, and undone unless it
-//! gains [`GAIN`]. At shutdown nothing waits: every call is admitted.
+//! gains [`GAIN`]. A window whose calls are too long to count (fewer than
+//! [`MIN_CALLS`] finish in [`MAX_WINDOW`]) steps up while calls wait, on
+//! that alone; a limit more than twice what a window used comes back down
+//! (to twice that, at least where it started). At shutdown nothing waits:
+//! every call is admitted.
 //!
 //! A window lasts at least [`MIN_WINDOW`] and at least [`WINDOW_CALLS`]
-//! times the mean call (by Little's law, the threads in calls over the rate
+//! times the mean call (by Little's law, the calls in flight over the rate
 //! of calls finished), and its first part after a step, one mean call, is
 //! not counted: calls begun before the step end in it. A window in which
-//! no blocking call finished is extended (up to [`MAX_WINDOW`]).
+//! fewer than [`MIN_CALLS`] calls finished is extended, up to
+//! [`MAX_WINDOW`].
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -88,9 +93,12 @@ pub(crate) struct Seen {
 /// at each of its looks while the server is busy.
 #[derive(Debug)]
 pub(crate) struct Growth {
-    /// Threads the pool may grow to (at most `max`, at least `floor`).
+    /// Calls expected to block that may run at once (at most `max`, at
+    /// least `floor`).
     limit: usize,
     floor: usize,
+    /// The limit at first: a limit not needed comes back down to it.
+    start: usize,
     max: usize,
     /// The window under way: when it began, the counts then, and from when
     /// its calls count (after the settling part).
@@ -100,11 +108,18 @@ pub(crate) struct Growth {
     trial: Option<(usize, f64, bool)>,
     /// No step up before then.
     settled_until: Option<Instant>,
-    /// The busy threads summed over the window's looks, and the looks.
+    /// The calls in flight summed over the window's looks, the looks, and
+    /// the most in flight at one look.
     busy_sum: u64,
     looks: u64,
+    busy_max: usize,
     /// The last mean call seen (zero until one was measured).
     mean_call: Duration,
+    /// The simulated server's running counts (tests).
+    #[cfg(test)]
+    sim_done: u64,
+    #[cfg(test)]
+    sim_held: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -118,16 +133,23 @@ impl Growth {
     /// `core`: the threads kept however idle; `max`: the bound.
     pub(crate) fn new(core: usize, max: usize) -> Growth {
         let floor = core.max(1).min(max);
+        let start = (2 * floor).max(START).clamp(floor, max);
         Growth {
-            limit: (2 * floor).max(START).clamp(floor, max),
+            limit: start,
             floor,
+            start,
             max,
             window: None,
             trial: None,
             settled_until: None,
             busy_sum: 0,
             looks: 0,
+            busy_max: 0,
             mean_call: Duration::ZERO,
+            #[cfg(test)]
+            sim_done: 0,
+            #[cfg(test)]
+            sim_held: 0,
         }
     }
 
@@ -158,6 +180,7 @@ impl Growth {
         let Some(calls_at_count) = window.calls_at_count else { return self.limit };
         self.busy_sum += seen.busy as u64;
         self.looks += 1;
+        self.busy_max = self.busy_max.max(seen.busy);
         let window = *window;
         let counted = now.saturating_duration_since(window.counts_from);
         let calls = seen.calls_done.wrapping_sub(calls_at_count);
@@ -172,7 +195,22 @@ impl Growth {
         }
         let held_back = seen.held_back != window.held_at_start;
         let before = self.limit;
-        self.judge(now, rate, held_back && calls >= MIN_CALLS, seen.busy + seen.waiting);
+        let demand = seen.busy + seen.waiting;
+        if calls < MIN_CALLS {
+            // Calls too long to measure in a window: while more wait than
+            // run, the limit grows on that alone (as the pool did before
+            // it had one), a trial under way is kept.
+            self.trial = None;
+            if held_back {
+                self.limit = self.limit.saturating_mul(CLIMB).max(demand).min(self.max);
+            }
+        } else if !held_back && self.trial.is_none() && self.busy_max.saturating_mul(2) < self.limit {
+            // A limit far above what was used comes down (toward the start):
+            // a later burst climbs again, in a window or two.
+            self.limit = self.busy_max.saturating_mul(2).max(self.start);
+        } else {
+            self.judge(now, rate, held_back, demand);
+        }
         // After a step, the calls begun before it are not counted.
         let settle = if self.limit != before { self.mean_call } else { Duration::ZERO };
         self.begin(now, seen, settle);
@@ -186,7 +224,7 @@ impl Growth {
         if let Some((from, rate_from, again)) = self.trial.take() {
             let gain = rate / rate_from;
             let ideal = self.limit as f64 / from as f64;
-            if gain >= ideal * NEAR_LINEAR {
+            if rate_from <= 0.0 || gain >= ideal * NEAR_LINEAR {
                 // The step paid in full: keep it, and try the next if still
                 // wanted.
                 if held_back {
@@ -233,6 +271,7 @@ impl Growth {
         self.window = Some(Window { counts_from: now + settle, calls_at_count: None, held_at_start: seen.held_back });
         self.busy_sum = 0;
         self.looks = 0;
+        self.busy_max = 0;
         if self.limit < self.floor {
             self.limit = self.floor;
         }
@@ -398,12 +437,14 @@ mod tests {
         assert_eq!(places.waiting(), 0);
     }
 
-    /// A simulated server: `threads` busy at the limit (or fewer when
-    /// fewer are wanted), finishing blocking calls at `rate(threads)` per
-    /// second; looks every millisecond for `secs`. Returns the limit.
+    /// A simulated server: `wanted` calls, as many running as the limit
+    /// lets, finishing at `rate(running)` per second; looks every
+    /// millisecond for `secs`, from where the last run of this `growth`
+    /// left the clock. Returns the limit.
     fn run(growth: &mut Growth, wanted: usize, secs: f64, rate: impl Fn(usize) -> f64) -> usize {
-        let start = Instant::now();
-        let (mut done, mut held, mut fraction) = (0u64, 0u64, 0.0);
+        thread_local!(static CLOCK: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) });
+        let start = CLOCK.get().unwrap_or_else(Instant::now);
+        let (mut done, mut held, mut fraction) = (growth.sim_done, growth.sim_held, 0.0);
         let steps = (secs * 1000.0) as u64;
         for ms in 1..=steps {
             let now = start + Duration::from_millis(ms);
@@ -417,6 +458,8 @@ mod tests {
             let waiting = wanted.saturating_sub(threads);
             growth.look(now, Seen { calls_done: done, held_back: held, busy: threads, waiting });
         }
+        CLOCK.set(Some(start + Duration::from_millis(steps)));
+        (growth.sim_done, growth.sim_held) = (done, held);
         growth.limit()
     }
 
@@ -457,6 +500,24 @@ mod tests {
         // The shared resource widens: after settling, the pool grows again.
         let limit = run(&mut growth, 64, 15.0, |n| n as f64 * 200.0);
         assert!(limit >= 64, "limit {limit}");
+    }
+
+    #[test]
+    fn calls_too_long_to_measure_grow_the_limit_while_more_wait() {
+        // 20 s each: in a window of 10 s, fewer than eight finish.
+        let mut growth = Growth::new(2, 512);
+        let limit = run(&mut growth, 64, 25.0, |n| n as f64 / 20.0);
+        assert!(limit >= 64, "limit {limit}");
+    }
+
+    #[test]
+    fn a_limit_far_above_what_is_used_comes_back_down() {
+        let mut growth = Growth::new(2, 512);
+        assert!(run(&mut growth, 256, 3.0, |n| n as f64 * 20.0) >= 256);
+        let limit = run(&mut growth, 10, 2.0, |n| n as f64 * 20.0);
+        assert_eq!(limit, 20);
+        let limit = run(&mut growth, 2, 2.0, |n| n as f64 * 20.0);
+        assert_eq!(limit, 8, "not below where it started");
     }
 
     #[test]

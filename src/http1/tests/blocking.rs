@@ -294,3 +294,77 @@ fn an_answer_ready_before_a_call_on_a_route_seen_blocking_goes_out_first() {
     assert_eq!(connection(format!("{}{}{}", get("/fast"), get("/report"), get("/fast")), None), 2);
     assert_eq!(*answered_before_report.lock().unwrap(), [0, 0, 1]);
 }
+
+/// A seat with places for calls expected to block: it refuses one while
+/// `refuse` is set (unless the request was given one), and counts those
+/// taken and given back.
+#[derive(Clone, Default)]
+struct Places {
+    ticks: std::sync::Arc<AtomicU64>,
+    refuse: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    route_blocks: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    taken: std::sync::Arc<AtomicU64>,
+    given_back: std::sync::Arc<AtomicU64>,
+    placed: bool,
+}
+
+impl Seating for Places {
+    fn handler_may_block(&mut self, _: bool) {}
+
+    fn ticks(&self) -> &AtomicU64 {
+        &self.ticks
+    }
+
+    fn routes_remembered(&self) -> bool {
+        true
+    }
+
+    fn route_blocks(&self, _: &str, _: &str) -> bool {
+        self.route_blocks.load(Ordering::Relaxed)
+    }
+
+    fn admit_blocking(&mut self, given: bool) -> bool {
+        self.placed = given || !self.refuse.load(Ordering::Relaxed);
+        self.taken.fetch_add(u64::from(self.placed), Ordering::Relaxed);
+        self.placed
+    }
+
+    fn blocking_done(&mut self) {
+        if std::mem::take(&mut self.placed) {
+            self.given_back.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A request to a route expected to block, refused a place, waits without
+/// its handler running or an answer; given a place, it runs with it even
+/// if the route is no longer expected to block (else the place would never
+/// be given back), and gives it back once, after the call.
+#[test]
+fn a_request_waits_for_a_place_and_uses_the_one_it_is_given() {
+    let calls = std::sync::Arc::new(AtomicU64::new(0));
+    let counted = calls.clone();
+    let handler = move |_: &mut Request<'_>| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        Response::text("done")
+    };
+    let seat = Places::default();
+    seat.refuse.store(true, Ordering::Relaxed);
+    seat.route_blocks.store(true, Ordering::Relaxed);
+    let mut s = Served::new(&handler);
+    s.seat = Box::new(seat.clone());
+    let mut io = Script::new(&[b"GET /db HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    assert_eq!(s.serve(&mut io), Next::WaitForPlace);
+    assert!(io.written.is_empty());
+    assert_eq!(calls.load(Ordering::Relaxed), 0);
+    assert_eq!(seat.taken.load(Ordering::Relaxed), 0);
+    // A call that ended gave it its place; the route's mark wore off since.
+    s.conn.admitted();
+    seat.route_blocks.store(false, Ordering::Relaxed);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert_eq!(redact_dates(&io.written).matches("HTTP/1.1 200").count(), 1);
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!((seat.taken.load(Ordering::Relaxed), seat.given_back.load(Ordering::Relaxed)), (1, 1));
+    assert!(!s.conn.waits_for_place());
+}
