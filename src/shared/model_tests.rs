@@ -22,7 +22,9 @@
 //! wake-up (`Engine::hand_over`), a stuck seat not polled at the bound
 //! (`Engine::poll_for_busy_workers`), an event's end-of-stream flag dropped
 //! on any of its four paths in `Slots` (parked, held, queued, parking),
-//! an event stream armed with an event already queued (`Feed::arm`). A
+//! an event stream armed with an event already queued (`Feed::arm`), a
+//! place among blocking calls freed between a refusal and the wait for one
+//! (`Admissions::wait`). A
 //! seat's wake for woken streams that is never made is not caught: the
 //! monitor nudges a poller whose seat has work waiting, which is the
 //! design's own net for it. Run by `ci/test.sh`:
@@ -54,6 +56,9 @@ struct Fake {
     /// stream (else a read that takes every byte there is ends its turn,
     /// as a short read does, with the end of stream left unread).
     told_end: bool,
+    /// Its request waited for a place among the calls expected to block
+    /// and was given one.
+    given: bool,
 }
 
 impl Occupant for Fake {
@@ -71,6 +76,10 @@ impl Occupant for Fake {
 
     fn input_ended(&mut self) {
         self.told_end = true;
+    }
+
+    fn admitted(&mut self) {
+        self.given = true;
     }
 }
 
@@ -92,6 +101,11 @@ struct Net {
     /// Requests the gate holds: a handler waits while its connection is
     /// listed here.
     gated: Vec<usize>,
+    /// Handlers expected to block (of the connections listed in
+    /// `blocking`) inside at once now, and at most so far.
+    blocking: Vec<usize>,
+    inside: usize,
+    most_inside: usize,
     /// Events handed to the engine by a poll.
     delivered: Vec<Token>,
     /// Seats whose poller is asked to return (the monitor's nudge).
@@ -149,7 +163,8 @@ impl World {
     /// worker first parks it (as after the accept on other systems).
     fn admit(&self, id: usize, first_bytes: bool) {
         let seats = self.net.lock().unwrap().events.len();
-        let make = |(slot, generation), _| Fake { slot, generation, seat: id % seats, id, told_end: false };
+        let make =
+            |(slot, generation), _| Fake { slot, generation, seat: id % seats, id, told_end: false, given: false };
         if first_bytes {
             self.net.lock().unwrap().unread[id] += 1;
             assert!(self.engine.admit(make, Some(id % seats)).is_none());
@@ -288,9 +303,15 @@ impl World {
     /// True when it read the end: the connection closes.
     fn serve(&self, conn: &Fake) -> bool {
         let mut net = self.net.lock().unwrap();
+        let blocking = net.blocking.contains(&conn.id);
+        if blocking {
+            net.inside += 1;
+            net.most_inside = net.most_inside.max(net.inside);
+        }
         while net.gated.contains(&conn.id) {
             net = self.changed.wait(net).unwrap();
         }
+        net.inside -= usize::from(blocking);
         let bytes = std::mem::take(&mut net.unread[conn.id]);
         net.served[conn.id] += bytes;
         let ends = conn.told_end && net.fin[conn.id];
@@ -316,6 +337,11 @@ impl World {
             net.events[seat].push((token, ended));
             self.changed.notify_all();
         }
+    }
+
+    /// Connection `conn` has bytes to read (a request to answer).
+    fn has_request(&self, conn: &Fake) -> bool {
+        self.net.lock().unwrap().unread[conn.id] > 0
     }
 
     /// Waits until connection `id` has had a byte read.
@@ -370,11 +396,25 @@ fn worker(world: Arc<World>, mut seat: usize) {
     while let Work::Serve(mut conn) = world.engine.next(&mut seat, |s, wait| world.poll(s, wait)) {
         loop {
             let stream = conn.id < world.streams;
+            // A call expected to block takes a place first, as the loop
+            // does, or waits for one.
+            let blocks = world.net.lock().unwrap().blocking.contains(&conn.id) && world.has_request(&conn);
+            let placed = blocks && (std::mem::take(&mut conn.given) || world.engine.admit_blocking());
+            if blocks && !placed {
+                world.engine.wait_for_place(conn);
+                break;
+            }
             if stream {
                 world.take(&conn);
             } else if world.serve(&conn) {
+                if placed {
+                    world.engine.blocking_done();
+                }
                 world.engine.free(conn.slot);
                 break;
+            }
+            if placed {
+                world.engine.blocking_done();
             }
             world.register(&conn);
             if stream && !world.arm(&conn) {
@@ -564,6 +604,63 @@ fn monitor(
     }
 }
 
+/// Three requests whose calls are expected to block, with one place among
+/// such calls: one runs, the two others wait for a place, holding no
+/// thread, while the monitor hands the seat over and threads beyond the
+/// limit retire; the place passes from call to call as each ends, and all
+/// three are answered (`stop_early`: shutdown begins while they wait, and
+/// admits them all).
+fn calls_past_the_limit_wait_for_a_place(stop_early: bool) {
+    let world = World::new(1, 3, 1, 3);
+    world.engine.limit_blocking(1);
+    {
+        let mut net = world.net.lock().unwrap();
+        net.gated.extend([0, 1, 2]);
+        net.blocking.extend([0, 1, 2]);
+    }
+    for id in 0..3 {
+        world.admit(id, true);
+    }
+    let workers = Arc::new(Mutex::new(start_workers(&world, 1, 1)));
+    let stop = Arc::new(Mutex::new(false));
+    let monitor = {
+        let (world, stop, workers) = (world.clone(), stop.clone(), workers.clone());
+        thread::spawn(move || monitor(&world, &stop, &workers, 3, Some(true)))
+    };
+    if stop_early {
+        world.engine.stop();
+        let mut net = world.net.lock().unwrap();
+        net.stopped = true;
+        world.changed.notify_all();
+        drop(net);
+        let seats = world.engine.claim_all_seats();
+        for seat in 0..seats {
+            world.engine.deliver(seat, [], false);
+        }
+        for fake in world.engine.sweep_parked(|_| true) {
+            world.engine.free(fake.slot);
+        }
+    }
+    {
+        let mut net = world.net.lock().unwrap();
+        net.gated.clear();
+        world.changed.notify_all();
+    }
+    world.wait_served(1);
+    if !stop_early {
+        assert_eq!(world.net.lock().unwrap().most_inside, 1, "more calls than places at once");
+    }
+    *stop.lock().unwrap() = true;
+    monitor.join().unwrap();
+    if stop_early {
+        assert!(world.engine.wait_for_workers(None));
+    } else {
+        world.shut_down();
+    }
+    let workers = std::mem::take(&mut *workers.lock().unwrap());
+    workers.into_iter().for_each(|w| w.join().unwrap());
+}
+
 /// An extra idle worker whose wait times out while a seat is handed to it
 /// does not retire with the adoption pending: the seat's ready work is
 /// served.
@@ -689,6 +786,18 @@ fn model_at_the_bound_the_monitor_polls_a_stuck_seat() {
 fn model_below_the_bound_a_seat_whose_worker_computes_is_polled() {
     shuttle::check_random(|| a_seat_whose_worker_blocks_is_taken_over(3, Some(false)), 2000);
     shuttle::check_pct(|| a_seat_whose_worker_blocks_is_taken_over(3, Some(false)), 2000, 3);
+}
+
+#[test]
+fn model_calls_past_the_limit_wait_for_a_place() {
+    shuttle::check_random(|| calls_past_the_limit_wait_for_a_place(false), 2000);
+    shuttle::check_pct(|| calls_past_the_limit_wait_for_a_place(false), 2000, 3);
+}
+
+#[test]
+fn model_requests_waiting_for_a_place_are_served_at_shutdown() {
+    shuttle::check_random(|| calls_past_the_limit_wait_for_a_place(true), 2000);
+    shuttle::check_pct(|| calls_past_the_limit_wait_for_a_place(true), 2000, 3);
 }
 
 #[test]
