@@ -25,8 +25,10 @@ pub struct Stats {
     /// Open connections queued for or held by a worker.
     pub active: u64,
     /// Ready connections waiting for a worker (bounded by `queue_depth` for
-    /// new connections); event streams and WebSockets woken to write what
-    /// their senders queued are not counted.
+    /// new connections), and requests whose handler is expected to block
+    /// waiting for a place among such calls (see the guide's "Handlers that
+    /// block"); event streams and WebSockets woken to write what their
+    /// senders queued are not counted.
     pub queued: u64,
     /// Responses written (error responses included).
     pub requests: u64,
