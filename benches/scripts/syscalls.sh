@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Counts, per keep-alive request, the system calls and context switches of a
-# server and of the wrk loading it (unpinned, wrk -t2 -c64), with perf's
-# syscall tracepoints: what the kernel is asked to do for one request.
+# server and of the wrk loading it (unpinned, wrk -t2 -c64; with PIN=1 the
+# server on CPU 0 and wrk -t1 -c32 on CPU 1, as benches/scripts/compare.sh
+# pins), with perf's syscall tracepoints: what the kernel is asked to do for
+# one request.
 #
 #   bash benches/scripts/syscalls.sh NAME CMD...      # CMD is started with 127.0.0.1:PORT appended
 #   bash benches/scripts/syscalls.sh httpool target/release/examples/testolope
 #   bash benches/scripts/syscalls.sh may benches/peers/target/release/peer-may-minihttp
+#   PIN=1 bash benches/scripts/syscalls.sh httpool target/release/examples/testolope
 #
 # Prints for the server and for wrk: req/s (slowed by the tracing), and per
 # request epoll waits, reads (read + recvfrom), writes (write + sendto),
 # epoll_ctl, futex, context switches and CPU µs. Environment: DURATION (5),
-# URLPATH (/testolope), PORT (19650), DEPTH (1; more sends that many
+# URLPATH (/testolope), PORT (19650), PIN (0), DEPTH (1; more sends that many
 # requests at once, pipelined, as benches/scripts/compare.sh's pipelined mode does).
 # Needs perf (installed when missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Read before wrk.sh, whose own default (16) is for its pipelined mode.
+DEPTH=${DEPTH:-1}
 BENCH_LIB=1 source benches/scripts/wrk.sh
 need_wrk
 
@@ -30,15 +35,19 @@ fi
 duration=${DURATION:-5}
 port=${PORT:-19650}
 url=http://127.0.0.1:$port${URLPATH:-/testolope}
-DEPTH=${DEPTH:-1}
 script=()
 ((DEPTH > 1)) && script=(-s "$(pipeline_script)")
+load=(wrk -t2 -c64)
+if [[ $PIN == 1 ]]; then
+    need_taskset
+    load=(taskset -c 1 wrk -t1 -c32)
+fi
 out=$(mktemp -d)
 trap 'stop_all; rm -rf "$out"' EXIT
 
-PIN=0 start_server "$name" "$port" "$@" "127.0.0.1:$port"
+start_server "$name" "$port" "$@" "127.0.0.1:$port"
 server=$SERVER_PID
-wrk -t2 -c64 -d1s "${script[@]}" "$url" >/dev/null
+"${load[@]}" -d1s "${script[@]}" "$url" >/dev/null
 
 events=context-switches,task-clock
 for call in epoll_wait epoll_pwait read recvfrom write sendto epoll_ctl futex; do
@@ -46,7 +55,7 @@ for call in epoll_wait epoll_pwait read recvfrom write sendto epoll_ctl futex; d
 done
 perf stat -x, -e "$events" -p "$server" -o "$out/server" &
 stat=$!
-perf stat -x, -e "$events" -o "$out/wrk" wrk -t2 -c64 -d"${duration}s" "${script[@]}" "$url" >"$out/load"
+perf stat -x, -e "$events" -o "$out/wrk" "${load[@]}" -d"${duration}s" "${script[@]}" "$url" >"$out/load"
 kill -INT "$stat"
 wait "$stat" || true
 requests=$(awk '/ requests in /{print $1}' "$out/load")

@@ -279,3 +279,34 @@ fn content_length_of_every_width_ends_the_head_exactly() {
     assert!(head.ends_with("Content-Length: 2\r\n\r\n"), "{head}");
     assert_eq!(head.matches("Date: ").count(), 1, "{head}");
 }
+
+/// The common `200` framed on its own agrees with the general rules, and
+/// what it does not take (a `HEAD`, a length of the handler's, a bad
+/// header, a body not in memory, another status) goes through them.
+#[test]
+fn the_common_answer_is_framed_as_the_general_rules_frame_it() {
+    let answers = [
+        Response::text("hello"),
+        Response::bytes(vec![b'x'; 10_000]),
+        Response::bytes(b"".to_vec()),
+        Response::text("hello").with_header("Content-Length", "5"),
+        Response::text("hello").with_header("Content-Length", "6"),
+        Response::text("hello").with_header("Bad\r\nName", "x"),
+        Response::text("hello").with_status(204),
+        Response::text("hello").with_status(101),
+        Response::reader(std::io::empty(), Some(0)),
+        Response::stream(|_| Ok(())),
+        Response::upgrade(|_| {}).with_status(200),
+    ];
+    for resp in &answers {
+        for version in [Version::Http10, Version::Http11] {
+            for is_head in [false, true] {
+                assert_eq!(
+                    plan(resp, version, is_head),
+                    plan_any(resp, version, is_head),
+                    "{resp:?} {version:?} {is_head}"
+                );
+            }
+        }
+    }
+}

@@ -94,6 +94,23 @@ fn answers_a_slow_client_has_not_taken_go_out_before_a_handler_waits_for_a_body(
 }
 
 #[test]
+fn a_short_answer_the_client_takes_part_of_waits_with_its_rest_and_goes_out_whole() {
+    let mut s = Served::new(&hello);
+    let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+    io.release();
+    io.room = Some(10);
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert!(s.is_sending());
+    let whole = HELLO.len() - "D".len() + crate::date::DATE_LEN;
+    assert_eq!(s.counters.unsent_bytes(), (whole - 10) as u64, "what the client took is not held");
+    io.room = None;
+    assert_eq!(s.serve(&mut io), Next::Park);
+    assert!(!s.is_sending());
+    assert_eq!(s.counters.unsent_bytes(), 0);
+    assert_wire(&io.written, HELLO);
+}
+
+#[test]
 fn bytes_held_for_a_slow_client_are_counted_and_given_back() {
     let mut s = Served::new(&big);
     let mut io = Script::new(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
