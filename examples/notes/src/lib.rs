@@ -30,12 +30,16 @@
 //! its tests (`tests/notes.rs`) run with the library's in CI.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use httpool::router::State;
 use httpool::{JsonError, Request, Response, Router, ServeDir};
 use r2d2_sqlite::SqliteConnectionManager;
 use r2d2_sqlite::rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
+
+mod pool_times;
+pub use pool_times::PoolTimes;
 
 /// Connections to the database: at most this many handlers query at once
 /// (the others wait for one, at most `POOL_WAIT`).
@@ -80,12 +84,34 @@ impl Notes {
     /// Opens (and creates) the database at `path`; static files come from
     /// `static_dir`.
     pub fn open(path: impl AsRef<Path>, static_dir: impl AsRef<Path>) -> Result<Notes, Box<dyn std::error::Error>> {
+        Notes::open_with(path, static_dir, None)
+    }
+
+    /// As [`Notes::open`], and `times` records how long each handler
+    /// waited for a database connection and held it.
+    pub fn open_timed(
+        path: impl AsRef<Path>,
+        static_dir: impl AsRef<Path>,
+        times: Arc<PoolTimes>,
+    ) -> Result<Notes, Box<dyn std::error::Error>> {
+        Notes::open_with(path, static_dir, Some(times))
+    }
+
+    fn open_with(
+        path: impl AsRef<Path>,
+        static_dir: impl AsRef<Path>,
+        times: Option<Arc<PoolTimes>>,
+    ) -> Result<Notes, Box<dyn std::error::Error>> {
         // WAL: readers do not wait for a writer. A busy timeout: writers
         // wait for each other rather than fail.
         let manager = SqliteConnectionManager::file(path).with_init(|c| {
             c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;")
         });
-        let db = r2d2::Pool::builder().max_size(POOL_SIZE).build(manager)?;
+        let mut pool = r2d2::Pool::builder().max_size(POOL_SIZE);
+        if let Some(times) = times {
+            pool = pool.event_handler(Box::new(pool_times::Recorder(times)));
+        }
+        let db = pool.build(manager)?;
         db.get()?.execute_batch(
             "CREATE TABLE IF NOT EXISTS notes (
                  id INTEGER PRIMARY KEY,

@@ -1,10 +1,13 @@
 //! The notes service (see the library's doc):
-//! `httpool-notes [ADDR] [DB] [unpinned | bounded]`.
+//! `httpool-notes [ADDR] [DB] [unpinned | bounded]`; with `NOTES_POOL_WAIT`
+//! set, it prints how long handlers waited for a database connection when
+//! it stops.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use httpool::Server;
-use httpool_notes::{Notes, POOL_SIZE, app};
+use httpool_notes::{Notes, POOL_SIZE, PoolTimes, app};
 
 /// Writes `log` records (the access lines among them) to stderr.
 struct Stderr;
@@ -31,7 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     log::set_logger(&Stderr).map_err(|e| e.to_string())?;
     log::set_max_level(log::LevelFilter::Info);
     let statics = Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
-    let notes = Notes::open(&db, statics)?;
+    // `NOTES_POOL_WAIT` set: how long handlers waited for a database
+    // connection, printed when the server stops (a measurement).
+    let times = std::env::var_os("NOTES_POOL_WAIT").map(|_| Arc::new(PoolTimes::default()));
+    let notes = match &times {
+        Some(times) => Notes::open_timed(&db, statics, times.clone())?,
+        None => Notes::open(&db, statics)?,
+    };
     // The defaults: the pool grows for handlers that block only as far as
     // more threads finish more calls, so threads waiting in r2d2's queue
     // are not added (the guide's "Handlers that wait on a shared pool").
@@ -46,5 +55,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     eprintln!("notes on http://{}/ (database {db})", server.local_addr()?);
     server.serve_handler(app(notes))?;
+    if let Some(times) = times {
+        eprintln!("{times}");
+    }
     Ok(())
 }

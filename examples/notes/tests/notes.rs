@@ -88,3 +88,20 @@ fn notes_html_form_static_files_and_compression() {
     assert_eq!(gzipped.header("vary"), Some("Accept-Encoding"));
     assert_eq!(&gzipped.body()[..2], b"\x1f\x8b");
 }
+
+#[test]
+fn notes_pool_times_count_each_wait_for_a_connection() {
+    let dir = std::env::temp_dir().join(format!("httpool-notes-times-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let statics = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
+    let times = std::sync::Arc::new(httpool_notes::PoolTimes::default());
+    let notes = httpool_notes::Notes::open_timed(dir.join("notes.db"), statics, times.clone()).unwrap();
+    let server = TestServer::from_handler(httpool_notes::app(notes));
+    assert_eq!(server.send(TestRequest::get("/api/notes?q=milk")).status(), 200);
+    assert_eq!(server.send(TestRequest::get("/api/notes/7")).status(), 404);
+    // Opening creates the table through the pool too: three checkouts.
+    let summary = times.to_string();
+    assert!(summary.starts_with("pool: 3 checkouts; waited p50 "), "{summary}");
+    assert!(summary.contains("; held p50 "), "{summary}");
+}
