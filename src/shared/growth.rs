@@ -47,8 +47,9 @@ use super::slots::Occupant;
 const CLIMB: usize = 4;
 
 /// A step whose gain in calls finished per second is at least this share
-/// of its own size is kept whole (calls that each block on their own gain
-/// in proportion).
+/// of its own (the gain over 1 against the step over 1) is kept whole:
+/// calls that each block on their own gain in proportion, and the noise of
+/// a busy machine does not make a flat rate look so.
 const NEAR_LINEAR: f64 = 0.8;
 
 /// The room given above the calls found to gain from running at once.
@@ -224,7 +225,7 @@ impl Growth {
         if let Some((from, rate_from, again)) = self.trial.take() {
             let gain = rate / rate_from;
             let ideal = self.limit as f64 / from as f64;
-            if rate_from <= 0.0 || gain >= ideal * NEAR_LINEAR {
+            if rate_from <= 0.0 || gain - 1.0 >= (ideal - 1.0) * NEAR_LINEAR {
                 // The step paid in full: keep it, and try the next if still
                 // wanted.
                 if held_back {
@@ -482,6 +483,17 @@ mod tests {
         // It stays there: steps up tried after a while find nothing more.
         let limit = run(&mut growth, 64, 12.0, |n| n.min(16) as f64 * 200.0);
         assert!((16..=24).contains(&limit), "limit {limit}");
+    }
+
+    #[test]
+    fn a_step_that_gains_less_than_its_share_is_not_climbed_on() {
+        // One queue of 16; past 20 at once the rate looks 30% better (a
+        // busier moment of the machine's, say): a try of half again gains
+        // 1.3, short of the 1.4 it must, and is not climbed on from.
+        let mut growth = Growth::new(2, 512);
+        let rate = |n: usize| n.min(16) as f64 * 200.0 * if n > 20 { 1.3 } else { 1.0 };
+        let limit = run(&mut growth, 64, 60.0, rate);
+        assert!(limit <= 30, "limit {limit}");
     }
 
     #[test]
