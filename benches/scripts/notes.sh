@@ -33,6 +33,11 @@ PORT_C=${PORT_C:-19303}
 # BOUNDED=1 adds, at saturation, the service with max_workers set to its
 # database pool's size ("bounded"); "httpool" runs with the defaults.
 BOUNDED=${BOUNDED:-0}
+# OLD=/path/to/httpool-notes adds, at saturation, the service of another
+# build ("old"), started as `OLD ADDR DB $OLD_ARGS`, to compare builds in the
+# same rounds.
+OLD=${OLD:-}
+OLD_ARGS=${OLD_ARGS:-}
 VEGETA=${VEGETA:-$(command -v vegeta || echo "$HOME/go/bin/vegeta")}
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
@@ -73,6 +78,8 @@ start() { # start NAME PORT
     case $1 in
         httpool) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" 2>/dev/null & ;;
         bounded) "$httpool_bin" "127.0.0.1:$2" "$tmp/$1.db" bounded 2>/dev/null & ;;
+        # shellcheck disable=SC2086 # OLD_ARGS holds several arguments
+        old) "$OLD" "127.0.0.1:$2" "$tmp/$1.db" $OLD_ARGS 2>/dev/null & ;;
         axum) "$axum_bin" "127.0.0.1:$2" "$tmp/$1.db" 2>/dev/null & ;;
     esac
     pid=$!
@@ -146,6 +153,7 @@ for round in $(seq "$ROUNDS"); do
         declare -A peak=()
         saturating=(httpool axum)
         ((BOUNDED)) && saturating+=(bounded)
+        [[ -n $OLD ]] && saturating+=(old)
         for server in "${saturating[@]}"; do
             case $server in httpool) port=$PORT_A ;; axum) port=$PORT_B ;; *) port=$PORT_C ;; esac
             start "$server" "$port"
