@@ -18,13 +18,14 @@ mod head;
 mod phase;
 mod read_buf;
 mod respond;
+mod routes;
 mod send;
 mod state;
 mod stream;
 mod worker;
 
 pub(crate) use driver::Driver;
-pub(crate) use state::SLEPT_MEMORY;
+pub(crate) use routes::Routes;
 
 use std::io;
 use std::time::{Duration, Instant};

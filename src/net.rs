@@ -310,6 +310,17 @@ impl Source for Stream {
     }
 }
 
+/// Our end of a loopback connection, as the listener hands it over, and
+/// the client's end (for the tests of the modules that take a `Stream`).
+#[cfg(test)]
+pub(crate) fn socket_pair() -> (Stream, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let theirs = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (ours, _) = listener.accept().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    (Stream::Tcp(TcpConn::accepted(mio::net::TcpStream::from_std(ours))), theirs)
+}
+
 #[cfg(test)]
 // Windows without TLS has one kind of listener and of stream.
 #[allow(irrefutable_let_patterns)]

@@ -926,3 +926,48 @@ mod tests {
         assert_eq!(given.listen_backlog(64).config().listen_backlog, Some(64));
     }
 }
+
+/// A server watching signals, and the console handler's answers to the
+/// events it is called with as the system would call it (Wine does deliver
+/// a real Ctrl-C: `ci/windows.sh` sends one to testolope).
+#[cfg(all(test, windows))]
+mod console_tests {
+    use std::io::{Read, Write};
+    use std::sync::mpsc;
+
+    use windows_sys::Win32::Foundation::{FALSE, TRUE};
+    use windows_sys::Win32::System::Console::{CTRL_C_EVENT, CTRL_CLOSE_EVENT};
+
+    use crate::signals::on_console_event;
+    use crate::{Request, Response, Server};
+
+    #[test]
+    fn ctrl_c_stops_a_watching_server_once_then_is_passed_on() {
+        // Nobody watches: the event goes on to the next handler.
+        assert_eq!(on_console_event(CTRL_C_EVENT), FALSE);
+        let (entered, in_handler) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let server = Server::bind("127.0.0.1:0")
+            .unwrap()
+            .stop_on_signals(true)
+            .spawn(move |_: &mut Request| {
+                entered.send(()).unwrap();
+                released.lock().unwrap().recv().unwrap();
+                Response::text("done")
+            })
+            .unwrap();
+        let mut client = std::net::TcpStream::connect(server.local_addr()).unwrap();
+        client.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        in_handler.recv().unwrap();
+        assert_eq!(on_console_event(CTRL_CLOSE_EVENT), FALSE, "only Ctrl-C and Ctrl-Break stop");
+        assert_eq!(on_console_event(CTRL_C_EVENT), TRUE, "the first Ctrl-C starts the stop");
+        assert_eq!(on_console_event(CTRL_C_EVENT), FALSE, "a second one while stopping ends the process");
+        release.send(()).unwrap();
+        let mut reply = String::new();
+        client.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.ends_with("\r\n\r\ndone"), "{reply}");
+        assert!(server.join(), "the server stopped gracefully");
+        assert_eq!(on_console_event(CTRL_C_EVENT), FALSE, "its watch ended with it");
+    }
+}

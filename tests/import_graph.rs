@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 #[test]
 fn src_modules_import_one_another_without_a_cycle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let graph = Graph::of_crate(&root);
+    let graph = Graph::of_crate(&root, false);
     assert!(graph.modules.len() > 20, "found only {:?} under {}", graph.modules, root.display());
     if std::env::var_os("DUMP").is_some() {
         for ((a, b), p) in &graph.edges {
@@ -24,6 +24,20 @@ fn src_modules_import_one_another_without_a_cycle() {
     }
     let circles = graph.circles();
     assert!(circles.is_empty(), "import cycles among src modules:\n{}", graph.describe(&circles));
+}
+
+/// The modules whose imports the check with test code leaves out: what
+/// every module's tests may use.
+const TEST_SUPPORT: &[&str] = &["test", "request_fixture"];
+
+/// With test code counted too: a module's tests use its own and lower
+/// modules, and the test-support ones, never one above it.
+#[test]
+fn src_modules_and_their_tests_import_one_another_without_a_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = Graph::of_crate(&root, true);
+    let circles = graph.circles();
+    assert!(circles.is_empty(), "import cycles among src modules, tests counted:\n{}", graph.describe(&circles));
 }
 
 #[test]
@@ -49,14 +63,18 @@ fn a_cycle_is_found_and_test_code_comments_and_strings_are_not_imports() {
 
 #[derive(Default)]
 struct Graph {
+    /// Whether test code counts too (`#[cfg(test)]` items and test files);
+    /// imports of the test-support modules (the test client, the request
+    /// fixture) still do not: every module's tests may use them.
+    with_tests: bool,
     modules: BTreeSet<String>,
     /// `(from, to)` → where the import is, one place for each.
     edges: BTreeMap<(String, String), String>,
 }
 
 impl Graph {
-    fn of_crate(src: &Path) -> Graph {
-        let mut graph = Graph::default();
+    fn of_crate(src: &Path, with_tests: bool) -> Graph {
+        let mut graph = Graph { with_tests, ..Graph::default() };
         let mut files = Vec::new();
         for entry in fs::read_dir(src).expect("src/ is readable") {
             let path = entry.expect("a src/ entry").path();
@@ -73,10 +91,11 @@ impl Graph {
         let lib = Code::strip(&lib);
         let test_modules = test_modules(&lib);
         let exports = reexports(&lib, &graph.modules);
-        graph.modules.retain(|m| !test_modules.contains(m));
+        graph.modules.retain(|m| !(test_modules.contains(m) || (with_tests && TEST_SUPPORT.contains(&m.as_str()))));
         let test_files: Vec<PathBuf> = files.iter().flat_map(|(_, _, path)| test_children(path)).collect();
         for (module, to_root, path) in files {
-            if test_modules.contains(&module) || test_files.iter().any(|t| path.starts_with(t)) {
+            let test_code = test_modules.contains(&module) || test_files.iter().any(|t| path.starts_with(t));
+            if (test_code && !with_tests) || !graph.modules.contains(&module) {
                 continue;
             }
             let text = fs::read_to_string(&path).expect("a source file is readable");
@@ -89,7 +108,7 @@ impl Graph {
     /// Adds the edges of one file of `module`; `to_root` is how many
     /// `super::` climb from the file to the crate root.
     fn add_file(&mut self, module: &str, to_root: usize, path: &Path, text: &str, exports: &BTreeMap<String, String>) {
-        let code = Code::strip(text).without_test_items();
+        let code = if self.with_tests { Code::strip(text) } else { Code::strip(text).without_test_items() };
         let text = code.text.as_str();
         let bytes = text.as_bytes();
         let mut at = 0;

@@ -126,7 +126,7 @@ pub(crate) trait Seating {
     }
 
     /// True when a call of `method` on `path` is expected to block, from
-    /// calls on other connections (see `shared::routes`).
+    /// calls on other connections (see `http1::routes`).
     fn route_blocks(&self, _method: &str, _path: &str) -> bool {
         false
     }

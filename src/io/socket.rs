@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_wake_up_without_room_does_not_cut_the_write_timeout_short() {
-        let (mut stream, mut theirs) = crate::shared::tests::socket_pair();
+        let (mut stream, mut theirs) = crate::net::socket_pair();
         let chunk = vec![b'x'; 64 * 1024];
         while !matches!(stream.write(&chunk), Err(e) if e.kind() == io::ErrorKind::WouldBlock) {}
         let (took_tx, took_rx) = std::sync::mpsc::channel::<()>();

@@ -100,3 +100,6 @@ impl<'a> Request<'a> {
         forwarded.or_else(|| self.host())
     }
 }
+
+#[cfg(test)]
+mod tests;

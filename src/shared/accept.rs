@@ -499,7 +499,7 @@ mod tests {
     fn an_idle_connection_closed_for_room_lingers_without_counting() {
         use std::io::{Read, Write};
 
-        use crate::shared::tests::socket_pair;
+        use crate::net::socket_pair;
         use crate::shared::{CloseWhy, IdleClose};
         let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
         let config = Config { max_connections: 1, ..Config::default() };
@@ -600,7 +600,7 @@ mod tests {
         use std::io::Read;
 
         use crate::config::Overload;
-        use crate::shared::tests::socket_pair;
+        use crate::net::socket_pair;
         let listener = Listener::tcp(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
         let overload = Overload::Reject { retry_after: std::time::Duration::from_secs(1) };
         let config = Config { max_connections: 2, queue_depth: 1, overload, ..Config::default() };

@@ -46,7 +46,6 @@ pub(crate) mod engine;
 pub(crate) mod growth;
 #[cfg(all(test, httpool_shuttle))]
 mod model_tests;
-pub(crate) mod routes;
 pub(crate) mod seats;
 pub(crate) mod slots;
 
@@ -67,6 +66,7 @@ pub(crate) use slots::Connection;
 
 use crate::config::Config;
 use crate::feed::Notify;
+use crate::http1::Routes;
 use crate::net::Listener;
 use crate::stats::Counters;
 use crate::stop::{LINGER, Stop};
@@ -131,7 +131,7 @@ pub(crate) struct Shared {
     pub(crate) stacks_to_give_back: AtomicBool,
     pub(crate) counters: Counters,
     /// Routes whose handlers were seen asleep lately.
-    pub(crate) routes: routes::Routes,
+    pub(crate) routes: Routes,
     /// This, as the event streams' senders reach it to wake their parked
     /// connections ([`Notify`]); set once it is shared.
     me: OnceLock<Weak<Shared>>,
@@ -151,7 +151,7 @@ impl Shared {
             monitor: OnceLock::new(),
             ticks: AtomicU64::new(0),
             stacks_to_give_back: AtomicBool::new(false),
-            routes: routes::Routes::new(),
+            routes: Routes::new(),
             counters: Counters::default(),
             me: OnceLock::new(),
         })
@@ -469,8 +469,7 @@ pub(crate) mod tests {
     use super::{Connection, HandOver, Shared, Work};
     use crate::config::Config;
     use crate::http1::ConnState;
-    use crate::net::{Listener, Peer, Stream};
-    use crate::sys::TcpConn;
+    use crate::net::{Listener, Peer, Stream, socket_pair};
 
     /// Who the test connections come from.
     const PEER: Peer =
@@ -479,16 +478,6 @@ pub(crate) mod tests {
     /// A connected socket, for tests that need a `Connection` to move around.
     pub(crate) fn conn_pair() -> (Stream, Peer) {
         (socket_pair().0, PEER)
-    }
-
-    /// Our end of a loopback connection, as the listener hands it over, and
-    /// the client's end.
-    pub(crate) fn socket_pair() -> (Stream, TcpStream) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let theirs = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (ours, _) = listener.accept().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        (Stream::Tcp(TcpConn::accepted(mio::net::TcpStream::from_std(ours))), theirs)
     }
 
     /// A hub over a listener nobody connects to, with `seats` seats.

@@ -14,7 +14,7 @@ struct TestSeat {
     may_grow: std::sync::Arc<std::sync::atomic::AtomicU64>,
     seen: Option<bool>,
     /// Routes seen asleep, shared with other seats (connections).
-    routes: Option<std::sync::Arc<crate::shared::routes::Routes>>,
+    routes: Option<std::sync::Arc<super::super::Routes>>,
     /// The worker thread's sleeps so far, where the test tells them (its
     /// CPU time stays nil).
     sleeps: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
@@ -59,7 +59,7 @@ impl Seating for TestSeat {
 /// request, every call is a first one); another route, or method, is not.
 #[test]
 fn a_route_seen_asleep_is_handed_over_on_a_new_connections_first_call() {
-    let routes = std::sync::Arc::new(crate::shared::routes::Routes::new());
+    let routes = std::sync::Arc::new(super::super::Routes::new());
     // Each request on its own connection, each connection with its seat;
     // `seen`: what the monitor finds of a long call.
     let call = |request: &[u8], seen: Option<bool>| {
@@ -258,7 +258,7 @@ fn an_answer_ready_before_a_handler_expected_to_block_goes_out_first() {
 /// and the client should not wait for it to have the earlier answers.
 #[test]
 fn an_answer_ready_before_a_call_on_a_route_seen_blocking_goes_out_first() {
-    let routes = std::sync::Arc::new(crate::shared::routes::Routes::new());
+    let routes = std::sync::Arc::new(super::super::Routes::new());
     let wire = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let answered_before_report = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let get = |p: &str| format!("GET {p} HTTP/1.1\r\nHost: a\r\n\r\n");

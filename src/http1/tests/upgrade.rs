@@ -272,52 +272,6 @@ fn an_upgrade_not_made_gives_its_place_back_at_once() {
     }
 }
 
-/// A handler around `access_log` may change whether the answer upgrades
-/// after the access log has settled the body (it reads what the handler
-/// left, to log the answer). The connection loop settles it again for the
-/// answer it got: an upgrade the access log did not see still takes a
-/// place among the upgraded connections (here none is left: `503`, not a
-/// switch past `max_upgrades`), and an answer that no longer upgrades
-/// stands as any answer does (a place refused to the upgrade the access
-/// log saw does not turn it into a `503`). The first answer was returned
-/// again whatever the second call asked.
-#[cfg(feature = "log")]
-#[test]
-fn an_answer_changed_around_the_access_log_is_settled_for_what_it_became() {
-    let inner = crate::access_log(|req: &mut Request<'_>| match req.path() {
-        "/to-upgrade" => Response::text("plain"),
-        _ => Response::upgrade(|_| {}).with_header("Upgrade", "ping"),
-    });
-    let handler = move |req: &mut Request<'_>| {
-        let logged = inner.handle(req);
-        match req.path() {
-            "/to-upgrade" => Response::upgrade(|_| {}).with_header("Upgrade", "ping"),
-            // An answer put in place of the upgrade the access log saw.
-            _ => {
-                drop(logged);
-                Response::text("plain")
-            }
-        }
-    };
-    for (path, answer) in
-        [("/to-upgrade", "HTTP/1.1 503 Service Unavailable\r\n"), ("/to-plain", "HTTP/1.1 200 OK\r\n")]
-    {
-        let head = UPGRADE_HEAD.replacen("POST / ", &format!("POST {path} "), 1);
-        // Chunked, and nothing collected before the handler runs: the
-        // body is still coming when the access log settles it.
-        let first = format!("{head}Transfer-Encoding: chunked\r\n\r\n5\r\nhe");
-        let config = Config { body_buffer_bytes: 0, ..Config::default() };
-        let mut s = Served::with_config(&handler, config);
-        let mut io = Script::new(&[first.as_bytes(), b"llo\r\n0\r\n\r\n", b"PING"]);
-        io.patient = true;
-        io.streaming_full = true;
-        s.run(&mut io, None);
-        let wire = redact_dates(&io.written);
-        assert!(wire.starts_with(answer), "{path}: {wire}");
-        assert!(!wire.contains(" 101 "), "{path}: {wire}");
-    }
-}
-
 /// An upgraded connection gives back the share its slowly sent head took:
 /// it may last for hours.
 #[test]

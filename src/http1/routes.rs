@@ -21,10 +21,10 @@
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use crate::http1::Ran;
+use super::worker::Ran;
 // Calls to a route after one was seen asleep that are handed over before
 // they run, as for a connection: then one must be seen asleep again.
-use crate::http1::SLEPT_MEMORY;
+use super::state::SLEPT_MEMORY;
 
 /// Slots of the table (a power of two).
 const SLOTS: usize = 256;
