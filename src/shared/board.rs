@@ -313,28 +313,8 @@ impl<C: Occupant> SeatBoard<C> {
 
 #[cfg(test)]
 mod board_tests {
-    use std::time::Instant;
-
     use super::{LATER_AFTER, SeatBoard};
-    use crate::shared::slots::Occupant;
-
-    /// A stand-in connection, known by its number.
-    struct Conn(u32);
-
-    impl Occupant for Conn {
-        fn place(&self) -> (u32, u32) {
-            (self.0, 0)
-        }
-        fn deadline(&self) -> Option<Instant> {
-            None
-        }
-        fn seat(&self) -> usize {
-            0
-        }
-        fn idle_kept_alive(&self) -> bool {
-            false
-        }
-    }
+    use crate::shared::slots::Numbered as Conn;
 
     /// Streams a sender woke go after readable connections, but one goes
     /// every `LATER_AFTER + 1` while both wait; alone, they go at once.
@@ -342,10 +322,10 @@ mod board_tests {
     fn woken_streams_go_after_readable_connections_but_are_not_starved() {
         let mut board = SeatBoard::new(1);
         for n in 0..3 {
-            board.push_later(0, Conn(1000 + n));
+            board.push_later(0, Conn(1000 + n, false));
         }
         for n in 0..40 {
-            board.push_ready(0, Conn(n));
+            board.push_ready(0, Conn(n, false));
         }
         assert_eq!((board.queued(), board.pending()), (40, 43));
         let order: Vec<u32> = std::iter::from_fn(|| board.pop_ready(0).map(|c| c.0)).collect();
@@ -355,7 +335,7 @@ mod board_tests {
         assert_eq!(order[2 * first_later + 1], 1001);
         assert_eq!(order.len(), 43);
         assert_eq!(board.pending(), 0);
-        board.push_later(0, Conn(7));
+        board.push_later(0, Conn(7, false));
         assert!(board.has_ready(0));
         assert_eq!(board.steal(0).map(|c| c.0), Some(7));
     }
@@ -367,9 +347,9 @@ mod board_tests {
     fn woken_streams_are_work_but_not_weighed_for_admission() {
         let mut board = SeatBoard::new(2);
         for n in 0..5 {
-            board.push_later(n % 2, Conn(n as u32));
+            board.push_later(n % 2, Conn(n as u32, false));
         }
-        board.push_ready(0, Conn(10));
+        board.push_ready(0, Conn(10, false));
         assert_eq!((board.queued(), board.pending()), (1, 6));
         assert!(board.pop_ready(0).is_some());
         assert_eq!((board.queued(), board.pending()), (0, 5));
@@ -384,9 +364,9 @@ mod board_tests {
     #[test]
     fn a_thief_takes_requests_first_and_credits_its_own_seat() {
         let mut board = SeatBoard::new(3);
-        board.push_later(1, Conn(1));
-        board.push_ready(2, Conn(2));
-        board.push_ready(0, Conn(0));
+        board.push_later(1, Conn(1, false));
+        board.push_ready(2, Conn(2, false));
+        board.push_ready(0, Conn(0, false));
         let before = (0..3).map(|s| board.progress(s)).collect::<Vec<_>>();
         assert_eq!(board.steal(1).map(|c| c.0), Some(2), "seat 2's request, before seat 1's stream");
         assert_eq!(board.steal(1).map(|c| c.0), Some(0));
@@ -403,9 +383,9 @@ mod board_tests {
     fn a_worker_draining_woken_streams_looks_at_its_seat_each_monitor_look() {
         let mut board = SeatBoard::new(1);
         for n in 0..100 {
-            board.push_later(0, Conn(n));
+            board.push_later(0, Conn(n, false));
         }
-        board.push_ready(0, Conn(1000));
+        board.push_ready(0, Conn(1000, false));
         assert!(board.pop_ready(0).is_some());
         board.tick();
         assert!(!board.wants_look(0), "a request served: nothing unlooked");
@@ -428,7 +408,7 @@ mod board_tests {
         assert!(board.wants_look(0));
         // The count saturates: a worker stealing for ever never overflows it.
         board.unlooked[0] = u32::MAX;
-        board.push_ready(0, Conn(7));
+        board.push_ready(0, Conn(7, false));
         assert!(board.steal(0).is_some());
         assert_eq!(board.unlooked[0], u32::MAX);
     }

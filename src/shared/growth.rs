@@ -368,27 +368,7 @@ impl<C: Occupant> Admissions<C> {
 mod tests {
     use super::*;
 
-    /// A connection: its number, and whether it was given a place.
-    #[derive(Debug, PartialEq)]
-    struct Conn(u32, bool);
-
-    impl Occupant for Conn {
-        fn place(&self) -> (u32, u32) {
-            (self.0, 0)
-        }
-
-        fn deadline(&self) -> Option<Instant> {
-            None
-        }
-
-        fn seat(&self) -> usize {
-            0
-        }
-
-        fn admitted(&mut self) {
-            self.1 = true;
-        }
-    }
+    use crate::shared::slots::Numbered as Conn;
 
     #[test]
     fn a_place_that_ends_goes_to_the_longest_waiting_and_none_is_lost() {

@@ -107,6 +107,31 @@ impl Occupant for Connection {
     }
 }
 
+/// A stand-in connection for the tests of the lists that hold them: its
+/// number, and whether it was [admitted](Occupant::admitted).
+#[cfg(test)]
+#[derive(Debug, PartialEq)]
+pub(crate) struct Numbered(pub(crate) u32, pub(crate) bool);
+
+#[cfg(test)]
+impl Occupant for Numbered {
+    fn place(&self) -> (u32, u32) {
+        (self.0, 0)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    fn seat(&self) -> usize {
+        0
+    }
+
+    fn admitted(&mut self) {
+        self.1 = true;
+    }
+}
+
 impl Connection {
     /// A connection in the slot and generation [`Slots::take`] gave it,
     /// watched by `seat`.
