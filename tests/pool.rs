@@ -166,6 +166,19 @@ fn gated_and_primed() -> (ServerHandle, Arc<Gate>) {
     (server, gate)
 }
 
+/// `n` clients each ask `/block` of a [`gated_and_primed`] server: eight
+/// come in to the gate, the others wait for a place.
+#[cfg(all(target_os = "linux", not(httpool_portable)))]
+fn block_past_the_limit(server: &ServerHandle, gate: &Gate, n: usize) -> Vec<BufReader<std::net::TcpStream>> {
+    let mut blocked: Vec<_> = (0..n).map(|_| connect(server.local_addr())).collect();
+    for conn in &mut blocked {
+        send(conn, &get("/block"));
+    }
+    gate.wait_inside(8, server);
+    wait_for(server, "the others to wait for a place", |s| s.queued == (n - 8) as u64);
+    blocked
+}
+
 /// Calls expected to block run at most as many at once as the limit the
 /// pool has measured (eight before any measure: twice the two core threads
 /// or 8); the others wait parked, holding no thread, and a request to
@@ -175,14 +188,8 @@ fn gated_and_primed() -> (ServerHandle, Arc<Gate>) {
 #[test]
 fn calls_expected_to_block_past_the_limit_wait_parked_and_others_are_served() {
     let (server, gate) = gated_and_primed();
-    let addr = server.local_addr();
-    let mut blocked: Vec<_> = (0..12).map(|_| connect(addr)).collect();
-    for conn in &mut blocked {
-        send(conn, &get("/block"));
-    }
-    gate.wait_inside(8, &server);
-    wait_for(&server, "four requests to wait for a place", |s| s.queued == 4);
-    let mut other = connect(addr);
+    let mut blocked = block_past_the_limit(&server, &gate, 12);
+    let mut other = connect(server.local_addr());
     send(&mut other, &get("/"));
     assert_eq!(read_reply(&mut other, false).unwrap().body, b"done");
     assert_eq!(gate.inside(), 8, "{:?}", server.stats());
@@ -203,13 +210,7 @@ fn calls_expected_to_block_past_the_limit_wait_parked_and_others_are_served() {
 #[test]
 fn requests_waiting_for_a_place_are_answered_at_shutdown() {
     let (server, gate) = gated_and_primed();
-    let addr = server.local_addr();
-    let mut blocked: Vec<_> = (0..10).map(|_| connect(addr)).collect();
-    for conn in &mut blocked {
-        send(conn, &get("/block"));
-    }
-    gate.wait_inside(8, &server);
-    wait_for(&server, "two requests to wait for a place", |s| s.queued == 2);
+    let mut blocked = block_past_the_limit(&server, &gate, 10);
     let stopping = std::thread::spawn(move || server.shutdown());
     // Admitted by the shutdown, the two come in to the gate.
     gate.wait_inside_alone(10);
